@@ -1,0 +1,84 @@
+import Foundation
+
+/// Fast identifiers for the hot path.
+public enum Identifiers {
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// A random version-4 UUID in the lower-case canonical 8-4-4-4-12 form APNs requires for
+    /// `apns-id` (reference §3.1).
+    public static func lowercaseUUID<G: RandomNumberGenerator>(using g: inout G) -> String {
+        var a = g.next() as UInt64
+        var b = g.next() as UInt64
+        a = (a & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000  // version 4
+        b = (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000  // variant 10
+        return String(unsafeUninitializedCapacity: 36) { buf in
+            var i = 0
+            func put(_ v: UInt64, _ nibbles: Int) {
+                var k = nibbles - 1
+                while k >= 0 {
+                    buf[i] = hex[Int((v >> (UInt64(k) * 4)) & 0xf)]
+                    i += 1
+                    k -= 1
+                }
+            }
+            put(a >> 32, 8)
+            buf[i] = UInt8(ascii: "-"); i += 1
+            put((a >> 16) & 0xffff, 4)
+            buf[i] = UInt8(ascii: "-"); i += 1
+            put(a & 0xffff, 4)
+            buf[i] = UInt8(ascii: "-"); i += 1
+            put(b >> 48, 4)
+            buf[i] = UInt8(ascii: "-"); i += 1
+            put(b & 0xffff_ffff_ffff, 12)
+            return 36
+        }
+    }
+
+    public static func lowercaseUUID() -> String {
+        var g = SystemRandomNumberGenerator()
+        return lowercaseUUID(using: &g)
+    }
+
+    /// True when `s` is a lower-case canonical UUID (8-4-4-4-12 hex digits, lower case).
+    public static func isLowercaseUUID(_ s: some StringProtocol) -> Bool {
+        let u = Array(s.utf8)
+        guard u.count == 36 else { return false }
+        for (i, c) in u.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                if c != UInt8(ascii: "-") { return false }
+            } else if !((c >= 48 && c <= 57) || (c >= 97 && c <= 102)) {
+                return false
+            }
+        }
+        return true
+    }
+}
+
+/// xoshiro256** — a small, fast generator for jitter and ids on hot paths (not for secrets).
+public struct FastRandom: RandomNumberGenerator, Sendable {
+    private var s: (UInt64, UInt64, UInt64, UInt64)
+
+    public init(seed: UInt64 = UInt64.random(in: 1...UInt64.max)) {
+        var z = seed
+        func splitmix() -> UInt64 {
+            z &+= 0x9e37_79b9_7f4a_7c15
+            var x = z
+            x = (x ^ (x >> 30)) &* 0xbf58_476d_1ce4_e5b9
+            x = (x ^ (x >> 27)) &* 0x94d0_49bb_1331_11eb
+            return x ^ (x >> 31)
+        }
+        s = (splitmix(), splitmix(), splitmix(), splitmix())
+    }
+
+    public mutating func next() -> UInt64 {
+        let result = ((s.1 &* 5) << 7 | (s.1 &* 5) >> 57) &* 9
+        let t = s.1 << 17
+        s.2 ^= s.0
+        s.3 ^= s.1
+        s.1 ^= s.2
+        s.0 ^= s.3
+        s.2 ^= t
+        s.3 = (s.3 << 45) | (s.3 >> 19)
+        return result
+    }
+}

@@ -1,0 +1,3 @@
+import HeraldCore
+
+print("herald")
