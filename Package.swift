@@ -10,14 +10,52 @@ let package = Package(
         .executable(name: "herald", targets: ["herald"])
     ],
     targets: [
-        // C libraries from Debian, reached through thin system-library modules.
+        // C libraries from Debian, reached through thin system-library modules (style: one
+        // module per C library; shim.h wraps what Swift cannot import).
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
+        // Foundations: no I/O of their own.
         .target(name: "HeraldCore", swiftSettings: strict),
-        .executableTarget(name: "herald", dependencies: ["HeraldCore"], swiftSettings: strict),
-        .testTarget(name: "HeraldTests", dependencies: ["HeraldCore"], swiftSettings: strict),
+        .target(name: "HeraldCrypto", dependencies: ["COpenSSL", "HeraldCore"], swiftSettings: strict),
+        .target(name: "HeraldAPNS", dependencies: ["HeraldCore"], swiftSettings: strict),
+
+        // Wrappers that do I/O.
+        .target(name: "HeraldNet", dependencies: ["CNghttp2", "COpenSSL", "HeraldCore", "HeraldCrypto"], swiftSettings: strict),
+        .target(name: "HeraldSQL", dependencies: ["CSQLite", "HeraldCore"], swiftSettings: strict),
+        .target(name: "HeraldHTTPServer", dependencies: ["CMicroHTTPD", "HeraldCore"], swiftSettings: strict),
+
+        // Engines.
+        .target(name: "HeraldSender", dependencies: ["HeraldNet", "HeraldAPNS", "HeraldCrypto"], swiftSettings: strict),
+        .target(name: "HeraldSimulator", dependencies: ["HeraldNet", "HeraldCrypto", "HeraldHTTPServer"], swiftSettings: strict),
+        .target(
+            name: "HeraldStore", dependencies: ["HeraldSQL", "HeraldAPNS"], swiftSettings: strict,
+            plugins: ["EmbedMigrations"]),
+        .target(name: "HeraldFanout", dependencies: ["HeraldStore", "HeraldSender"], swiftSettings: strict),
+
+        // Faces.
+        .target(
+            name: "HeraldAPI", dependencies: ["HeraldHTTPServer", "HeraldStore", "HeraldFanout", "HeraldCrypto"],
+            swiftSettings: strict),
+        .target(
+            name: "HeraldCLI",
+            dependencies: ["HeraldAPI", "HeraldSimulator", "HeraldFanout", "HeraldStore", "HeraldSender"],
+            swiftSettings: strict),
+        .executableTarget(name: "herald", dependencies: ["HeraldCLI"], swiftSettings: strict),
+
+        // Build tool: embeds Migrations/*.sql into the binary so one file deploys.
+        .executableTarget(name: "EmbedMigrationsTool", path: "Plugins/EmbedMigrationsTool"),
+        .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["EmbedMigrationsTool"]),
+
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: strict),
+        .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: strict),
+        .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
+        .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
+        .testTarget(
+            name: "HeraldTests",
+            dependencies: ["HeraldCLI", "HeraldAPI", "HeraldSimulator", "HeraldSender", "HeraldFanout", "HeraldStore"],
+            swiftSettings: strict),
     ]
 )

@@ -1,0 +1,2 @@
+/// The HeraldAPI module (placeholder until its first code lands).
+public enum HeraldAPIModule {}

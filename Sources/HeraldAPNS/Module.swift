@@ -1,0 +1,2 @@
+/// The HeraldAPNS module (placeholder until its first code lands).
+public enum HeraldAPNSModule {}

@@ -1,0 +1,2 @@
+/// The HeraldCLI module (placeholder until its first code lands).
+public enum HeraldCLIModule {}

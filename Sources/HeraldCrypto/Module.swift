@@ -1,0 +1,3 @@
+import COpenSSL
+/// The HeraldCrypto module (placeholder until its first code lands).
+public enum HeraldCryptoModule {}

@@ -1,0 +1,2 @@
+/// The HeraldFanout module (placeholder until its first code lands).
+public enum HeraldFanoutModule {}

@@ -1,0 +1,2 @@
+/// The HeraldSender module (placeholder until its first code lands).
+public enum HeraldSenderModule {}

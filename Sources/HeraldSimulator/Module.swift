@@ -1,0 +1,2 @@
+/// The HeraldSimulator module (placeholder until its first code lands).
+public enum HeraldSimulatorModule {}

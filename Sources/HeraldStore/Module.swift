@@ -1,0 +1,2 @@
+/// The HeraldStore module (placeholder until its first code lands).
+public enum HeraldStoreModule {}

@@ -1,0 +1,4 @@
+import Testing
+@testable import HeraldCrypto
+
+@Test func HeraldCryptoModuleLinks() { _ = HeraldCryptoModule.self }

@@ -1,0 +1,4 @@
+import Testing
+@testable import HeraldHTTPServer
+
+@Test func HeraldHTTPServerModuleLinks() { _ = HeraldHTTPServerModule.self }

@@ -1,0 +1,4 @@
+import Testing
+@testable import HeraldSQL
+
+@Test func HeraldSQLModuleLinks() { _ = HeraldSQLModule.self }
