@@ -15,6 +15,7 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSystem"),  // epoll, eventfd: Linux headers Glibc's module lacks
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // Foundations: no I/O of their own.
@@ -23,7 +24,7 @@ let package = Package(
         .target(name: "HeraldAPNS", dependencies: ["HeraldCore"], swiftSettings: strict),
 
         // Wrappers that do I/O.
-        .target(name: "HeraldNet", dependencies: ["CNghttp2", "COpenSSL", "HeraldCore", "HeraldCrypto"], swiftSettings: strict),
+        .target(name: "HeraldNet", dependencies: ["CSystem", "CNghttp2", "COpenSSL", "HeraldCore", "HeraldCrypto"], swiftSettings: strict),
         .target(name: "HeraldSQL", dependencies: ["CSQLite", "HeraldCore"], swiftSettings: strict),
         .target(name: "HeraldHTTPServer", dependencies: ["CMicroHTTPD", "HeraldCore"], swiftSettings: strict),
 
@@ -51,6 +52,7 @@ let package = Package(
 
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: strict),
         .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: strict),
+        .testTarget(name: "HeraldNetTests", dependencies: ["HeraldNet"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(

@@ -25,4 +25,6 @@ static inline long herald_SSL_CTX_set_session_cache_mode(SSL_CTX *c, long m) { r
 static inline long herald_SSL_MODE_partial_moving(void) {
     return SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS;
 }
+/* SSL_OP_* are built with a casting macro (SSL_OP_BIT). */
+static inline long herald_SSL_OP_http2(void) { return (long)(SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION); }
 #endif

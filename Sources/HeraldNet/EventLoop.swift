@@ -1,0 +1,256 @@
+import CSystem
+import Glibc
+import Foundation
+import HeraldCore
+import Synchronization
+
+/// Something that owns a file descriptor registered with an `EventLoop`.
+/// `handleEvents` is called on the loop's thread with the epoll event bits.
+public protocol FDHandler: AnyObject {
+    func handleEvents(_ events: UInt32)
+}
+
+/// A single-threaded epoll loop: I/O objects registered with it are confined to its
+/// thread (style §7). Other threads hand it work with `execute`.
+///
+/// `@unchecked Sendable`: the only state touched from other threads is `pending`
+/// (guarded by its Mutex) and the wake eventfd; everything else is loop-confined.
+public final class EventLoop: @unchecked Sendable {
+    public let name: String
+    private let epfd: Int32
+    private let wakefd: Int32
+    private let pending = Mutex<[UncheckedBox<() -> Void>]>([])
+    private let stopping = Atomic<Bool>(false)
+    private let threadID = Atomic<UInt>(0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    // Loop-confined.
+    private var handlers: [Int32: FDHandler] = [:]
+    private var timers = TimerHeap()
+    private var timerSeq: UInt64 = 0
+
+    /// Creates the loop and starts its thread. Throws `NetError` if epoll or eventfd fail.
+    public init(name: String) throws {
+        self.name = name
+        epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epfd >= 0 else { throw NetError.system("epoll_create1", errno) }
+        wakefd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard wakefd >= 0 else {
+            close(epfd)
+            throw NetError.system("eventfd", errno)
+        }
+        var ev = epoll_event()
+        ev.events = EPOLLIN.rawValue
+        ev.data.fd = wakefd
+        guard epoll_ctl(epfd, EPOLL_CTL_ADD, wakefd, &ev) == 0 else {
+            close(epfd)
+            close(wakefd)
+            throw NetError.system("epoll_ctl", errno)
+        }
+        // The thread keeps the loop alive until `shutdown()`.
+        let t = Thread { [self] in self.run() }
+        t.name = name
+        t.stackSize = 1 << 20
+        t.start()
+    }
+
+    deinit {
+        close(epfd)
+        close(wakefd)
+    }
+
+    /// True on the loop's own thread.
+    public var inEventLoop: Bool { threadID.load(ordering: .acquiring) == UInt(pthread_self()) }
+
+    /// Runs `task` on the loop thread, soon. Callable from any thread, including the loop's.
+    public func execute(_ task: @escaping @Sendable () -> Void) {
+        executeUnchecked(task)
+    }
+
+    /// As `execute`, for closures that capture loop-confined (non-Sendable) objects: the
+    /// caller promises the captured state is only touched on the loop.
+    public func executeUnchecked(_ task: @escaping () -> Void) {
+        let wasEmpty = pending.withLock { p in
+            p.append(UncheckedBox(task))
+            return p.count == 1
+        }
+        if wasEmpty { wake() }
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakefd, &one, 8)
+    }
+
+    /// Stops the loop after the work queued so far and waits for its thread to end.
+    /// Must not be called on the loop thread.
+    public func shutdown() {
+        precondition(!inEventLoop, "EventLoop.shutdown() called on its own thread")
+        if stopping.exchange(true, ordering: .acquiringAndReleasing) { return }
+        wake()
+        finished.wait()
+    }
+
+    // MARK: - loop-only API
+
+    /// Adds `fd` to the loop. Loop thread only.
+    public func register(fd: Int32, events: UInt32, handler: FDHandler) throws {
+        assert(inEventLoop)
+        var ev = epoll_event()
+        ev.events = events
+        ev.data.fd = fd
+        guard epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 else { throw NetError.system("epoll_ctl(ADD)", errno) }
+        handlers[fd] = handler
+    }
+
+    /// Changes the events watched for `fd`. Loop thread only.
+    public func modify(fd: Int32, events: UInt32) {
+        assert(inEventLoop)
+        var ev = epoll_event()
+        ev.events = events
+        ev.data.fd = fd
+        _ = epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev)
+    }
+
+    /// Removes `fd` from the loop (the caller closes it). Loop thread only.
+    public func unregister(fd: Int32) {
+        assert(inEventLoop)
+        _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
+        handlers[fd] = nil
+    }
+
+    /// Calls `fn` on the loop after `seconds`. Loop thread only. Cancel with `timer.cancel()`.
+    @discardableResult
+    public func schedule(after seconds: Double, _ fn: @escaping () -> Void) -> LoopTimer {
+        assert(inEventLoop)
+        timerSeq &+= 1
+        let t = LoopTimer(deadline: Monotonic.nanos() &+ UInt64(max(0, seconds) * 1e9), seq: timerSeq, fn: fn)
+        timers.push(t)
+        return t
+    }
+
+    // MARK: - the loop
+
+    private func run() {
+        threadID.store(UInt(pthread_self()), ordering: .releasing)
+        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        while true {
+            runTimers()
+            let timeout = nextTimeoutMillis()
+            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, 256, timeout) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                fatalError("epoll_wait failed: \(errno)")
+            }
+            for i in 0..<Int(n) {
+                let fd = events[i].data.fd
+                if fd == wakefd {
+                    var v: UInt64 = 0
+                    _ = read(wakefd, &v, 8)
+                    continue
+                }
+                handlers[fd]?.handleEvents(events[i].events)
+            }
+            runPending()
+            if stopping.load(ordering: .acquiring) {
+                runPending()
+                break
+            }
+        }
+        // Let handlers close themselves: drop references so deinit runs on this thread.
+        handlers.removeAll()
+        timers = TimerHeap()
+        threadID.store(0, ordering: .releasing)
+        finished.signal()
+    }
+
+    private func runPending() {
+        // Tasks queued by tasks run in the next round, so one busy producer can't starve I/O.
+        let tasks = pending.withLock { p -> [UncheckedBox<() -> Void>] in
+            let t = p
+            p.removeAll(keepingCapacity: true)
+            return t
+        }
+        for t in tasks { t.value() }
+    }
+
+    private func runTimers() {
+        let now = Monotonic.nanos()
+        while let top = timers.peek(), top.deadline <= now {
+            timers.pop()
+            if !top.cancelled {
+                top.cancelled = true
+                top.fn()
+            }
+        }
+    }
+
+    private func nextTimeoutMillis() -> Int32 {
+        if pending.withLock({ !$0.isEmpty }) { return 0 }
+        guard let top = timers.peek() else { return 1000 }
+        let now = Monotonic.nanos()
+        if top.deadline <= now { return 0 }
+        return Int32(min(1000, (top.deadline - now + 999_999) / 1_000_000))
+    }
+}
+
+/// A timer scheduled on an `EventLoop`. Touch only on the loop thread.
+public final class LoopTimer {
+    let deadline: UInt64
+    let seq: UInt64
+    let fn: () -> Void
+    var cancelled = false
+
+    init(deadline: UInt64, seq: UInt64, fn: @escaping () -> Void) {
+        self.deadline = deadline
+        self.seq = seq
+        self.fn = fn
+    }
+
+    /// Cancels the timer if it has not fired. Loop thread only.
+    public func cancel() { cancelled = true }
+}
+
+/// A binary min-heap of timers by (deadline, seq).
+struct TimerHeap {
+    private var items: [LoopTimer] = []
+
+    func peek() -> LoopTimer? { items.first }
+
+    private static func less(_ a: LoopTimer, _ b: LoopTimer) -> Bool {
+        a.deadline != b.deadline ? a.deadline < b.deadline : a.seq < b.seq
+    }
+
+    mutating func push(_ t: LoopTimer) {
+        items.append(t)
+        var i = items.count - 1
+        while i > 0 {
+            let p = (i - 1) / 2
+            if Self.less(items[i], items[p]) {
+                items.swapAt(i, p)
+                i = p
+            } else {
+                break
+            }
+        }
+    }
+
+    @discardableResult
+    mutating func pop() -> LoopTimer? {
+        guard !items.isEmpty else { return nil }
+        items.swapAt(0, items.count - 1)
+        let top = items.removeLast()
+        var i = 0
+        while true {
+            let l = 2 * i + 1
+            let r = l + 1
+            var m = i
+            if l < items.count && Self.less(items[l], items[m]) { m = l }
+            if r < items.count && Self.less(items[r], items[m]) { m = r }
+            if m == i { break }
+            items.swapAt(i, m)
+            i = m
+        }
+        return top
+    }
+}
