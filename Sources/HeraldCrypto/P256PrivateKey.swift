@@ -50,7 +50,7 @@ public final class P256PrivateKey: @unchecked Sendable {
         let text = try SecretFile.read(path)
         do {
             try self.init(pem: text)
-        } catch let error as CryptoError {
+        } catch let error as CryptoError where error.kind == .invalidKey || error.kind == .unsupportedKey {
             throw CryptoError(error.kind, "\(path): \(error.message)", underlying: error.underlying)
         }
     }
