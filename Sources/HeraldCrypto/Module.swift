@@ -1,3 +1,0 @@
-import COpenSSL
-/// The HeraldCrypto module (placeholder until its first code lands).
-public enum HeraldCryptoModule {}
