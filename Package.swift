@@ -53,6 +53,7 @@ let package = Package(
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: strict),
         .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: strict),
         .testTarget(name: "HeraldNetTests", dependencies: ["HeraldNet"], swiftSettings: strict),
+        .testTarget(name: "HeraldSenderTests", dependencies: ["HeraldSender", "HeraldSimulator"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(

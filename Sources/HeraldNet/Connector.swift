@@ -102,9 +102,3 @@ final class Connector: FDHandler {
         c?(r)
     }
 }
-
-/// Carries a loop-confined object across a thread hop that ends back on its loop.
-struct UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
-}

@@ -3,6 +3,7 @@ import Glibc
 import COpenSSL
 import Foundation
 import HeraldCore
+import HeraldCrypto
 
 /// An OpenSSL `SSL_CTX` configured for HTTP/2: TLS 1.2+, ALPN `h2` (reference §1.2).
 ///
@@ -22,16 +23,16 @@ public final class TLSContext: @unchecked Sendable {
     /// A client context that verifies the server: against `caFile` (PEM) when given (the
     /// simulator's certificate), else the system trust store. Throws `NetError.tls`.
     public static func client(caFile: String? = nil) throws -> TLSContext {
-        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw NetError.tls(OpenSSLErrors.drain("SSL_CTX_new")) }
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw NetError.tls(OpenSSLError.drain("SSL_CTX_new").description) }
         let c = TLSContext(ctx: ctx, isServer: false)
         try c.common()
         if let caFile {
             guard SSL_CTX_load_verify_locations(ctx, caFile, nil) == 1 else {
-                throw NetError.tls("cannot load CA file \(caFile): " + OpenSSLErrors.drain("load_verify_locations"))
+                throw NetError.tls("cannot load CA file \(caFile): " + OpenSSLError.drain("load_verify_locations").description)
             }
         } else {
             guard SSL_CTX_set_default_verify_paths(ctx) == 1 else {
-                throw NetError.tls(OpenSSLErrors.drain("set_default_verify_paths"))
+                throw NetError.tls(OpenSSLError.drain("set_default_verify_paths").description)
             }
         }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
@@ -39,22 +40,22 @@ public final class TLSContext: @unchecked Sendable {
         let protos: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
         // Note: returns 0 on success, unlike most OpenSSL calls (interop notes §9).
         guard SSL_CTX_set_alpn_protos(ctx, protos, UInt32(protos.count)) == 0 else {
-            throw NetError.tls(OpenSSLErrors.drain("set_alpn_protos"))
+            throw NetError.tls(OpenSSLError.drain("set_alpn_protos").description)
         }
         return c
     }
 
     /// A server context from PEM files. Throws `NetError.tls` naming the file at fault.
     public static func server(certificateChainFile: String, privateKeyFile: String) throws -> TLSContext {
-        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw NetError.tls(OpenSSLErrors.drain("SSL_CTX_new")) }
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw NetError.tls(OpenSSLError.drain("SSL_CTX_new").description) }
         let c = TLSContext(ctx: ctx, isServer: true)
         try c.common()
         guard SSL_CTX_use_certificate_chain_file(ctx, certificateChainFile) == 1 else {
-            throw NetError.tls("cannot load certificate \(certificateChainFile): " + OpenSSLErrors.drain("use_certificate"))
+            throw NetError.tls("cannot load certificate \(certificateChainFile): " + OpenSSLError.drain("use_certificate").description)
         }
         // The key file's contents are never logged, only its path.
         guard SSL_CTX_use_PrivateKey_file(ctx, privateKeyFile, SSL_FILETYPE_PEM) == 1 else {
-            throw NetError.tls("cannot load private key \(privateKeyFile): " + OpenSSLErrors.drain("use_PrivateKey"))
+            throw NetError.tls("cannot load private key \(privateKeyFile): " + OpenSSLError.drain("use_PrivateKey").description)
         }
         guard SSL_CTX_check_private_key(ctx) == 1 else {
             throw NetError.tls("the private key does not match the certificate")
@@ -65,7 +66,7 @@ public final class TLSContext: @unchecked Sendable {
 
     private func common() throws {
         guard herald_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1 else {
-            throw NetError.tls(OpenSSLErrors.drain("set_min_proto_version"))
+            throw NetError.tls(OpenSSLError.drain("set_min_proto_version").description)
         }
         _ = herald_SSL_CTX_set_mode(ctx, herald_SSL_MODE_partial_moving())
         // HTTP/2 forbids TLS compression and renegotiation (RFC 9113 §9.2).
@@ -93,24 +94,3 @@ private let alpnSelectH2:
         }
         return 2  // SSL_TLSEXT_ERR_ALERT_FATAL: no_application_protocol
     }
-
-/// Reads OpenSSL's per-thread error queue.
-enum OpenSSLErrors {
-    /// Empties the queue into one line prefixed by `operation`.
-    static func drain(_ operation: String) -> String {
-        var parts: [String] = []
-        while true {
-            let e = ERR_get_error()
-            if e == 0 { break }
-            var buf = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(e, &buf, buf.count)
-            parts.append(buf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
-        }
-        return parts.isEmpty ? "\(operation) failed" : "\(operation): " + parts.joined(separator: "; ")
-    }
-
-    /// The queue is per thread and shared by every connection on it: clear it before each
-    /// SSL call so one connection's error is never read by another (interop notes §9).
-    @inline(__always)
-    static func clear() { ERR_clear_error() }
-}

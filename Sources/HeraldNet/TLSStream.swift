@@ -3,6 +3,7 @@ import Glibc
 import COpenSSL
 import Foundation
 import HeraldCore
+import HeraldCrypto
 
 /// One TLS connection over a non-blocking socket. Owns the socket and the `SSL`.
 /// Confined to one thread (its event loop).
@@ -22,7 +23,7 @@ final class TLSStream {
     /// Wraps `fd` (already connected or accepted). `serverName` is verified against the
     /// certificate (DNS name or IP address) and sent as SNI when it is a name.
     init(fd: Int32, context: TLSContext, serverName: String?) throws {
-        guard let ssl = SSL_new(context.ctx) else { throw NetError.tls(OpenSSLErrors.drain("SSL_new")) }
+        guard let ssl = SSL_new(context.ctx) else { throw NetError.tls(OpenSSLError.drain("SSL_new").description) }
         self.ssl = ssl
         self.fd = fd
         SSL_set_fd(ssl, fd)
@@ -61,11 +62,11 @@ final class TLSStream {
         case SSL_ERROR_ZERO_RETURN: return .eof
         case SSL_ERROR_SYSCALL:
             let e = errno
-            let q = OpenSSLErrors.drain(op)
+            let q = OpenSSLError.drain(op).description
             if rc == 0 || e == 0 || e == ECONNRESET || e == EPIPE { return .eof }
             return .failed("\(q) (\(String(cString: strerror(e))))")
         default:
-            var msg = OpenSSLErrors.drain(op)
+            var msg = OpenSSLError.drain(op).description
             let v = SSL_get_verify_result(ssl)
             if v != X509_V_OK { msg += " (certificate: \(String(cString: X509_verify_cert_error_string(v))))" }
             return .failed(msg)
@@ -73,7 +74,7 @@ final class TLSStream {
     }
 
     func handshake() -> Status {
-        OpenSSLErrors.clear()
+        OpenSSLError.clearQueue()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 { return .done(0) }
         return status(rc, "handshake")
@@ -89,21 +90,21 @@ final class TLSStream {
     }
 
     func read(into buf: UnsafeMutableRawBufferPointer) -> Status {
-        OpenSSLErrors.clear()
+        OpenSSLError.clearQueue()
         return status(SSL_read(ssl, buf.baseAddress, Int32(buf.count)), "SSL_read")
     }
 
     func write(_ buf: UnsafeRawBufferPointer) -> Status {
-        OpenSSLErrors.clear()
+        OpenSSLError.clearQueue()
         return status(SSL_write(ssl, buf.baseAddress, Int32(buf.count)), "SSL_write")
     }
 
     /// Best-effort close_notify, then closes the socket.
     func close() {
         guard !closed else { return }
-        OpenSSLErrors.clear()
+        OpenSSLError.clearQueue()
         _ = SSL_shutdown(ssl)
-        OpenSSLErrors.clear()
+        OpenSSLError.clearQueue()
         closed = true
         Glibc.close(fd)
     }

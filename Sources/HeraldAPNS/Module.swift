@@ -1,2 +1,0 @@
-/// The HeraldAPNS module (placeholder until its first code lands).
-public enum HeraldAPNSModule {}

@@ -1,0 +1,60 @@
+/// A double-ended queue on a growable ring (the standard library has none, and
+/// swift-collections cannot be fetched here). O(1) amortised at both ends.
+public struct RingBuffer<Element> {
+    private var storage: [Element?]
+    private var head = 0
+    public private(set) var count = 0
+
+    public init(capacity: Int = 16) {
+        storage = Array(repeating: nil, count: Swift.max(4, capacity))
+    }
+
+    public var isEmpty: Bool { count == 0 }
+
+    public var first: Element? { count == 0 ? nil : storage[head] }
+
+    private mutating func grow() {
+        var next = [Element?](repeating: nil, count: storage.count * 2)
+        for i in 0..<count { next[i] = storage[(head + i) % storage.count] }
+        storage = next
+        head = 0
+    }
+
+    public mutating func append(_ e: Element) {
+        if count == storage.count { grow() }
+        storage[(head + count) % storage.count] = e
+        count += 1
+    }
+
+    public mutating func prepend(_ e: Element) {
+        if count == storage.count { grow() }
+        head = (head - 1 + storage.count) % storage.count
+        storage[head] = e
+        count += 1
+    }
+
+    @discardableResult
+    public mutating func popFirst() -> Element? {
+        guard count > 0 else { return nil }
+        let e = storage[head]
+        storage[head] = nil
+        head = (head + 1) % storage.count
+        count -= 1
+        return e
+    }
+
+    /// Removes and returns every element, front to back.
+    public mutating func drain() -> [Element] {
+        var out: [Element] = []
+        out.reserveCapacity(count)
+        while let e = popFirst() { out.append(e) }
+        return out
+    }
+}
+
+/// Carries a non-Sendable value across a thread hop whose safety the caller ensures (an
+/// object confined to an event loop, sent to that same loop).
+public struct UncheckedBox<T>: @unchecked Sendable {
+    public let value: T
+    public init(_ value: T) { self.value = value }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import HeraldAPNS
+import HeraldCore
+import HeraldNet
+import Synchronization
+
+extension APNSClientPool: HTTP2ClientDelegate {
+    func open(_ s: Slot) {
+        s.reconnectTimer = nil
+        s.confirmed = false
+        let c = HTTP2ClientConnection(
+            loop: loop, target: config.target, tls: tls, serverName: config.serverName, config: config.http2)
+        c.delegate = self
+        s.connection = c
+        metrics.connects.inc()
+        c.connect()
+    }
+
+    func slot(of c: HTTP2ClientConnection) -> Slot? { slots.first { $0.connection === c } }
+
+    public func http2Ready(_ c: HTTP2ClientConnection) {
+        guard let s = slot(of: c) else { return }
+        s.failures = 0
+        logger.info("apns.connected", ["pool": .string(config.name), "slot": .int(Int64(s.index)), "target": .string(config.target.description)])
+        dispatch()
+    }
+
+    public func http2(_ c: HTTP2ClientConnection, completed context: AnyObject, result: Result<HTTP2Response, HTTP2StreamFailure>) {
+        let r = context as! APNSRequest
+        inFlight -= 1
+        let s = slot(of: c)
+        s?.inFlight -= 1
+        metrics.latency.observe(Double(Monotonic.nanos() &- r.sentAt) / 1e9)
+        switch result {
+        case .success(let resp):
+            let outcome = PushOutcome.classify(
+                status: resp.status, body: resp.body, apnsID: resp.header("apns-id") ?? resp.header("apns-request-id"),
+                uniqueID: resp.header("apns-unique-id"), retryAfter: resp.header("retry-after"))
+            handle(r, outcome, resp, slot: s, connection: c)
+        case .failure(.refused):
+            // Not processed by the peer (GOAWAY / REFUSED_STREAM): resend, uncounted.
+            r.attempts -= 1
+            r.refusals += 1
+            metrics.refused.inc()
+            if r.refusals > 20 {
+                retry(r, .retry(reason: .connectionLost, status: 0, after: nil), retryAfter: nil)
+            } else {
+                queue.prepend(r)
+            }
+        case .failure(let f):
+            let reason: String
+            switch f {
+            case .timedOut: reason = "stream timed out"
+            case .reset(let code): reason = "stream reset (\(code))"
+            case .connectionLost(let m): reason = m
+            case .refused: reason = "refused"
+            }
+            logger.debug("apns.stream_failed", ["pool": .string(config.name), "error": .string(reason)])
+            retry(r, .retry(reason: .connectionLost, status: 0, after: nil), retryAfter: nil)
+        }
+        dispatch()
+    }
+
+    private func handle(_ r: APNSRequest, _ outcome: PushOutcome, _ resp: HTTP2Response, slot s: Slot?, connection c: HTTP2ClientConnection) {
+        switch outcome {
+        case .refreshToken:
+            if !r.tokenRefreshed, let jwt, let s {
+                r.tokenRefreshed = true
+                r.attempts -= 1
+                if jwt.expired(generation: s.tokenGeneration) {
+                    logger.warning("apns.jwt_expired", ["pool": .string(config.name)])
+                }
+                queue.prepend(r)
+            } else {
+                logger.error("apns.jwt_rejected", ["pool": .string(config.name), "reason": "ExpiredProviderToken", "hint": "check the system clock (NTP)"])
+                finish(r, .outcome(.failConfig(reason: .expiredProviderToken, status: 403), resp))
+            }
+        case .retry(let reason, let status, let after):
+            if status != 403 { s?.confirmed = true }
+            if reason == .tooManyProviderTokenUpdates {
+                logger.error("apns.jwt_updated_too_often", ["pool": .string(config.name)])
+            }
+            if reason == .shutdown || reason == .unrelatedKeyIdInToken {
+                // This connection is finished; resend elsewhere.
+                retireConnection(c, why: reason.description)
+            }
+            retry(r, outcome, retryAfter: after)
+        case .failConfig(let reason, let status):
+            if status != 403 { s?.confirmed = true }
+            logger.error("apns.config_rejected", ["pool": .string(config.name), "status": .int(Int64(status)), "reason": .string(reason.description)])
+            finish(r, .outcome(outcome, resp))
+        default:
+            s?.confirmed = true
+            finish(r, .outcome(outcome, resp))
+        }
+    }
+
+    /// Stops sending on `c`; a fresh connection takes its slot. `c` finishes its streams.
+    func retireConnection(_ c: HTTP2ClientConnection, why: String) {
+        guard let s = slot(of: c) else { return }
+        draining[ObjectIdentifier(c)] = c
+        c.close()
+        s.connection = nil
+        open(s)
+        logger.info("apns.connection_retired", ["pool": .string(config.name), "reason": .string(why)])
+    }
+
+    public func http2SettingsChanged(_ c: HTTP2ClientConnection) {
+        metrics.settings.inc()
+        dispatch()
+    }
+
+    public func http2GoAway(_ c: HTTP2ClientConnection, lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+        let reason = (try? JSON.parse(debugData))?["reason"]?.stringValue ?? "none"
+        metrics.goAways.inc()
+        logger.warning(
+            "apns.goaway",
+            ["pool": .string(config.name), "reason": .string(reason), "last_stream_id": .int(Int64(lastStreamID)), "error_code": .int(Int64(errorCode))])
+        if let s = slot(of: c) {
+            draining[ObjectIdentifier(c)] = c
+            s.connection = nil
+            open(s)
+        }
+    }
+
+    public func http2Closed(_ c: HTTP2ClientConnection, error: NetError?) {
+        if draining.removeValue(forKey: ObjectIdentifier(c)) != nil { return }
+        guard let s = slot(of: c) else { return }
+        s.connection = nil
+        s.failures += 1
+        if let error { logger.warning("apns.disconnected", ["pool": .string(config.name), "slot": .int(Int64(s.index)), "error": .string(error.description)]) }
+        let delay = config.reconnect.delay(s.failures, using: &random)
+        s.reconnectTimer = loop.schedule(after: delay) { [weak self, weak s] in
+            guard let self, let s, s.connection == nil else { return }
+            self.open(s)
+        }
+    }
+}
+
+/// The pool's metrics (style §11: base units, `_total` counters, closed label sets).
+final class PoolMetrics: Sendable {
+    let registry: MetricsRegistry
+    let pool: String
+    let retries, refused, goAways, connects, settings: Counter
+    let latency: Histogram
+
+    init(registry: MetricsRegistry, pool: String) {
+        self.registry = registry
+        self.pool = pool
+        let l = ["pool": pool]
+        retries = registry.counter("herald_apns_retries_total", help: "Requests retried after a retryable APNs answer or transport failure.", labels: l)
+        refused = registry.counter("herald_apns_refused_streams_total", help: "Streams the peer did not process (GOAWAY, REFUSED_STREAM), resent.", labels: l)
+        goAways = registry.counter("herald_apns_goaways_total", help: "GOAWAY frames received from APNs.", labels: l)
+        connects = registry.counter("herald_apns_connects_total", help: "Connection attempts to APNs.", labels: l)
+        settings = registry.counter("herald_apns_settings_changes_total", help: "SETTINGS frames received from APNs.", labels: l)
+        latency = registry.histogram(
+            "herald_apns_request_duration_seconds", help: "Time from sending a request to its APNs answer.",
+            buckets: Histogram.latencySeconds, labels: l)
+    }
+
+    private let results = Mutex<[ResultKey: Counter]>([:])
+
+    struct ResultKey: Hashable {
+        let label: String
+        let reason: String
+    }
+
+    func record(_ result: APNSResult, attempts: Int) {
+        let (label, reason): (String, String)
+        switch result {
+        case .outcome(let o, _):
+            switch o {
+            case .dropToken(let r, _), .failEvent(let r, _), .failConfig(let r, _), .retry(let r, _, _): (label, reason) = (o.label, r.metricLabel)
+            default: (label, reason) = (o.label, "")
+            }
+        case .exhausted(let o):
+            if case .retry(let r, _, _) = o { (label, reason) = ("exhausted", r.metricLabel) } else { (label, reason) = ("exhausted", "") }
+        case .cancelled: (label, reason) = ("cancelled", "")
+        }
+        let key = ResultKey(label: label, reason: reason)
+        let counter = results.withLock { cache in
+            if let c = cache[key] { return c }
+            let c = registry.counter(
+                "herald_apns_requests_total", help: "APNs requests by final result and reason.",
+                labels: ["pool": pool, "result": label, "reason": reason])
+            cache[key] = c
+            return c
+        }
+        counter.inc()
+    }
+}

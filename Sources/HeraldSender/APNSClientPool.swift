@@ -1,0 +1,267 @@
+import Foundation
+import HeraldAPNS
+import HeraldCore
+import HeraldNet
+import Synchronization
+
+/// A pool of HTTP/2 connections to one APNs host (issue #2): keeps each connection at the
+/// peer's current stream limit, retries what APNs says to retry, resends what a GOAWAY
+/// left unprocessed, reconnects with backoff, and pushes back on callers when full.
+///
+/// Threads: `submit` from any thread except the pool's loop (it may block for capacity);
+/// results reach each template's sink on the loop thread.
+public final class APNSClientPool: @unchecked Sendable {
+    // @unchecked: `inbox` and `pending` are guarded by `capacity` (an NSCondition); all
+    // other state is confined to `loop`.
+    public let config: APNSPoolConfig
+    public let loop: EventLoop
+    let jwt: JWTProvider?
+    let tls: TLSContext
+    let logger: Logger
+    let metrics: PoolMetrics
+
+    private let capacity = NSCondition()
+    private var inbox: [APNSRequest] = []
+    private var pendingCount = 0
+    private var shutDown = false
+
+    // Loop-confined.
+    var queue = RingBuffer<APNSRequest>(capacity: 4096)
+    var slots: [Slot] = []
+    var draining: [ObjectIdentifier: HTTP2ClientConnection] = [:]
+    var rr = 0
+    var random = FastRandom()
+    var inFlight = 0
+    var waitingRetry = 0
+
+    final class Slot {
+        let index: Int
+        var connection: HTTP2ClientConnection?
+        /// A request with a valid JWT succeeded: APNs then lifts its initial one-stream
+        /// limit (§1.3).
+        var confirmed = false
+        var inFlight = 0
+        var failures = 0
+        var reconnectTimer: LoopTimer?
+        var tokenGeneration = 0
+        init(index: Int) { self.index = index }
+    }
+
+    /// Creates the pool and starts connecting. Throws if TLS can't be set up (CA file).
+    /// `jwt` nil sends no `authorization` (tests of the simulator's checks).
+    public init(config: APNSPoolConfig, jwt: JWTProvider?, logger: Logger, metrics: MetricsRegistry) throws {
+        self.config = config
+        self.jwt = jwt
+        self.logger = logger.with(subsystem: "sender")
+        self.tls = try TLSContext.client(caFile: config.caFile)
+        self.loop = try EventLoop(name: "apns-\(config.name)")
+        self.metrics = PoolMetrics(registry: metrics, pool: config.name)
+        let box = UncheckedBox(self)
+        loop.execute {
+            let me = box.value
+            me.slots = (0..<config.connections).map { Slot(index: $0) }
+            for s in me.slots { me.open(s) }
+        }
+        registerGauges(metrics)
+    }
+
+    /// Accepts `requests`, blocking while the pool already holds `maxPending` unfinished
+    /// requests (backpressure). Returns false if the pool is shut down. Not on the loop.
+    @discardableResult
+    public func submit(_ requests: [APNSRequest]) -> Bool {
+        precondition(!loop.inEventLoop, "submit would deadlock on the pool's own loop")
+        guard !requests.isEmpty else { return true }
+        capacity.lock()
+        while pendingCount >= config.pendingLimit && !shutDown { capacity.wait() }
+        if shutDown {
+            capacity.unlock()
+            return false
+        }
+        pendingCount += requests.count
+        let wasEmpty = inbox.isEmpty
+        inbox.append(contentsOf: requests)
+        capacity.unlock()
+        if wasEmpty {
+            let box = UncheckedBox(self)
+            loop.execute { box.value.takeInbox() }
+        }
+        return true
+    }
+
+    /// As `submit` but never blocks: false when the pool is full.
+    public func trySubmit(_ requests: [APNSRequest]) -> Bool {
+        capacity.lock()
+        guard pendingCount < config.pendingLimit && !shutDown else {
+            capacity.unlock()
+            return false
+        }
+        capacity.unlock()
+        return submit(requests)
+    }
+
+    /// Unfinished requests (queued, in flight, waiting to retry). Any thread.
+    public var pending: Int {
+        capacity.lock()
+        defer { capacity.unlock() }
+        return pendingCount
+    }
+
+    /// Waits until the pool holds no unfinished request or `timeout` passes. Not on the loop.
+    public func waitIdle(timeout: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        capacity.lock()
+        defer { capacity.unlock() }
+        while pendingCount > 0 {
+            if !capacity.wait(until: deadline) { return pendingCount == 0 }
+        }
+        return true
+    }
+
+    /// Closes every connection and stops the loop. Unfinished requests are reported
+    /// `.cancelled`. Not on the loop.
+    public func shutdown() {
+        capacity.lock()
+        if shutDown {
+            capacity.unlock()
+            return
+        }
+        shutDown = true
+        capacity.broadcast()
+        capacity.unlock()
+        let done = DispatchSemaphore(value: 0)
+        let box = UncheckedBox(self)
+        loop.execute {
+            box.value.closeAll()
+            done.signal()
+        }
+        done.wait()
+        loop.shutdown()
+    }
+
+    // MARK: - loop side
+
+    private func takeInbox() {
+        capacity.lock()
+        let batch = inbox
+        inbox.removeAll(keepingCapacity: true)
+        capacity.unlock()
+        for r in batch { queue.append(r) }
+        dispatch()
+    }
+
+    /// Reports a final result and frees its capacity.
+    func finish(_ r: APNSRequest, _ result: APNSResult) {
+        metrics.record(result, attempts: r.attempts)
+        r.template.sink.apnsCompleted(r, result: result)
+        capacity.lock()
+        pendingCount -= 1
+        if pendingCount < config.pendingLimit || pendingCount == 0 { capacity.broadcast() }
+        capacity.unlock()
+    }
+
+    /// Free stream slots on `s` right now.
+    func room(_ s: Slot) -> Int {
+        guard let c = s.connection, c.state == .ready else { return 0 }
+        let limit = s.confirmed ? min(config.maxStreamsPerConnection, c.peerMaxConcurrentStreams) : 1
+        return limit - c.activeStreams
+    }
+
+    /// Sends queued requests while connections have room, spreading them round robin.
+    func dispatch() {
+        guard !queue.isEmpty else { return }
+        var touched: [Slot] = []
+        let bearer: BearerToken?
+        do {
+            bearer = try jwt?.current()
+        } catch {
+            logger.error("apns.jwt_sign_failed", ["error": .string("\(error)")])
+            while let r = queue.popFirst() { finish(r, .outcome(.failConfig(reason: .invalidProviderToken, status: 0), nil)) }
+            return
+        }
+        // Rounds over the connections, each filled to its free room, until the queue is
+        // empty or no connection can take more.
+        var blocked = Set<ObjectIdentifier>()
+        var progress = true
+        while progress && !queue.isEmpty {
+            progress = false
+            for k in 0..<slots.count {
+                let s = slots[(rr + k) % slots.count]
+                guard let c = s.connection, !blocked.contains(ObjectIdentifier(s)) else { continue }
+                var n = room(s)
+                guard n > 0 else { continue }
+                while n > 0, let r = queue.popFirst() {
+                    if r.template.isCancelled {
+                        finish(r, .cancelled)
+                        continue
+                    }
+                    var fields = r.template.headers
+                    fields.append(contentsOf: r.headers)
+                    if let bearer {
+                        fields.append("authorization", bearer.header)
+                        s.tokenGeneration = bearer.generation
+                    }
+                    let req = HTTP2Request(method: r.template.method, path: r.path, headers: fields, body: r.template.body)
+                    guard c.submit(req, context: r) != nil else {
+                        queue.prepend(r)
+                        blocked.insert(ObjectIdentifier(s))
+                        break
+                    }
+                    r.attempts += 1
+                    r.sentAt = Monotonic.nanos()
+                    s.inFlight += 1
+                    inFlight += 1
+                    n -= 1
+                    progress = true
+                }
+                if !touched.contains(where: { $0 === s }) { touched.append(s) }
+                if queue.isEmpty { break }
+            }
+            rr = (rr + 1) % max(1, slots.count)
+        }
+        for s in touched { s.connection?.flush() }
+    }
+
+    /// Puts a request back for another attempt after a jittered backoff, or reports it
+    /// exhausted.
+    func retry(_ r: APNSRequest, _ outcome: PushOutcome, retryAfter: Double?) {
+        r.lastRetryable = outcome
+        guard r.attempts < config.retry.maxAttempts else {
+            finish(r, .exhausted(outcome))
+            return
+        }
+        if r.template.isCancelled {
+            finish(r, .cancelled)
+            return
+        }
+        metrics.retries.inc()
+        let delay = config.retry.backoff.delay(r.attempts, retryAfter: retryAfter, using: &random)
+        waitingRetry += 1
+        loop.schedule(after: delay) { [weak self] in
+            guard let self else { return }
+            self.waitingRetry -= 1
+            if r.template.isCancelled {
+                self.finish(r, .cancelled)
+            } else {
+                self.queue.prepend(r)
+                self.dispatch()
+            }
+        }
+    }
+
+    private func closeAll() {
+        for s in slots {
+            s.reconnectTimer?.cancel()
+            s.connection?.close()
+        }
+        for (_, c) in draining { c.close() }
+        while let r = queue.popFirst() { finish(r, .cancelled) }
+    }
+
+    private func registerGauges(_ registry: MetricsRegistry) {
+        let labels = ["pool": config.name]
+        let box = UncheckedBox(self)
+        registry.sampledGauge(
+            "herald_apns_pending_requests", help: "Requests accepted by the APNs pool and not finished.", labels: labels
+        ) { Double(box.value.pending) }
+    }
+}

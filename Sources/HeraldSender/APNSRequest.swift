@@ -1,0 +1,70 @@
+import HeraldAPNS
+import HeraldCore
+import HeraldNet
+import Synchronization
+
+/// Receives the final result of each request. Called on the pool's loop thread: must
+/// not block (record and return).
+public protocol APNSResultSink: AnyObject, Sendable {
+    func apnsCompleted(_ request: APNSRequest, result: APNSResult)
+}
+
+/// The final result of one request after the pool's retries.
+public enum APNSResult: Sendable {
+    /// APNs answered and the answer is final (delivered, drop token, fail...).
+    case outcome(PushOutcome, HTTP2Response?)
+    /// Retries ran out; the last retryable outcome.
+    case exhausted(PushOutcome)
+    /// The template was cancelled before the request was (re)sent.
+    case cancelled
+}
+
+/// What every request of one event shares: method, fields, body (encoded once per event)
+/// and the sink. Cancelling it stops requests not yet sent and retries not yet made (a
+/// superseded event).
+public final class APNSTemplate: Sendable {
+    public let method: String
+    public let headers: HeaderList
+    public let body: HTTP2Body?
+    public let sink: APNSResultSink
+    private let cancelledFlag = Atomic<Bool>(false)
+
+    public init(method: String = "POST", headers: HeaderList, body: HTTP2Body?, sink: APNSResultSink) {
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.sink = sink
+    }
+
+    /// Stops requests of this template that have not been sent yet. Any thread.
+    public func cancel() { cancelledFlag.store(true, ordering: .releasing) }
+    public var isCancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
+}
+
+/// One request to APNs: a path, per-request fields, and the shared template.
+///
+/// `@unchecked Sendable`: after `submit` it is touched only on the pool's loop thread;
+/// the caller reads `attempts` in its sink, which runs there too.
+public final class APNSRequest: @unchecked Sendable {
+    public let path: String
+    public let headers: HeaderList
+    public let template: APNSTemplate
+    /// The caller's own data (e.g. its batch) and index, handed back in the sink.
+    public let context: AnyObject?
+    public let index: Int
+    /// Times sent to APNs so far.
+    public internal(set) var attempts = 0
+    /// Times refused unprocessed (GOAWAY / REFUSED_STREAM): resent without counting.
+    var refusals = 0
+    var tokenRefreshed = false
+    var sentAt: UInt64 = 0
+    var lastRetryable: PushOutcome?
+
+    public init(path: String, headers: HeaderList = HeaderList(), template: APNSTemplate, context: AnyObject? = nil, index: Int = 0) {
+        self.path = path
+        self.headers = headers
+        self.template = template
+        self.context = context
+        self.index = index
+    }
+}

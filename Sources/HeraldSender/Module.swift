@@ -1,2 +1,0 @@
-/// The HeraldSender module (placeholder until its first code lands).
-public enum HeraldSenderModule {}

@@ -1,2 +1,0 @@
-/// The HeraldSimulator module (placeholder until its first code lands).
-public enum HeraldSimulatorModule {}

@@ -1,0 +1,134 @@
+import Foundation
+import HeraldCore
+import HeraldCrypto
+import HeraldNet
+
+extension SimulatorHandler {
+    static let pushTypes: Set<String> = [
+        "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity",
+        "pushtotalk", "widgets", "controls",
+    ]
+
+    /// `POST /3/device/<token>` (reference §3).
+    func tokenPush(_ r: HTTP2ServerRequest, token raw: String, _ st: SimConnectionState, _ sim: APNSSimulator, _ faults: SimulatorFaults) -> SimAnswer {
+        guard !raw.isEmpty else { return .error(400, "MissingDeviceToken") }
+        let token = raw.lowercased()
+        guard token.count % 2 == 0, token.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+            return .error(400, "BadDeviceToken")
+        }
+        guard let topic = r.header("apns-topic"), !topic.isEmpty else { return .error(400, "MissingTopic") }
+        guard let pushType = r.header("apns-push-type"), Self.pushTypes.contains(pushType) else {
+            return .error(400, "InvalidPushType")
+        }
+        if pushType == "liveactivity" {
+            // Live Activity pushes go to `<bundleID>.push-type.liveactivity` (§3.1).
+            let suffix = ".push-type.liveactivity"
+            guard topic.hasSuffix(suffix), topic.count > suffix.count else { return .error(400, "BadTopic") }
+        }
+        var priority: UInt8 = 10
+        if let p = r.header("apns-priority") {
+            let allowed: Set<String> = pushType == "liveactivity" ? ["5", "10"] : ["1", "5", "10"]
+            guard allowed.contains(p), let v = UInt8(p) else { return .error(400, "BadPriority") }
+            priority = v
+        }
+        if let e = r.header("apns-expiration") {
+            guard let v = Int64(e), v >= 0 else { return .error(400, "BadExpirationDate") }
+        }
+        if let id = r.header("apns-id"), !Identifiers.isLowercaseUUID(id) { return .error(400, "BadMessageId") }
+        if let cid = r.header("apns-collapse-id"), cid.utf8.count > 64 { return .error(400, "BadCollapseId") }
+        if r.bodySize == 0 { return .error(400, "PayloadEmpty") }
+        let limit = pushType == "voip" ? 5120 : 4096
+        if r.bodySize > limit { return .error(413, "PayloadTooLarge") }
+        if faults.isBad(token) { return .error(400, "BadDeviceToken") }
+        let now = sim.config.clock.nowMillis()
+        return sim.state.withLock { s -> SimAnswer in
+            if let since = s.deadTokens[token] {
+                var a = SimAnswer.error(410, "Unregistered")
+                a.timestamp = since
+                return a
+            }
+            if faults.isDead(token) {
+                var a = SimAnswer.error(410, "Unregistered")
+                a.timestamp = now
+                return a
+            }
+            if sim.config.recordLedger {
+                s.ledger.recordToken(token, body: r.body, priority: priority)
+            } else {
+                s.ledger.accepted += 1
+            }
+            return SimAnswer(status: 200)
+        }
+    }
+
+    /// `POST /4/broadcasts/apps/<bundleID>` (reference §4).
+    func broadcast(_ r: HTTP2ServerRequest, bundle: String, _ sim: APNSSimulator) -> SimAnswer {
+        if bundle.contains(".push-type.") { return .error(400, "TopicDisallowed") }
+        guard let channel = r.header("apns-channel-id"), !channel.isEmpty else { return .error(400, "MissingChannelId") }
+        guard Data(base64Encoded: channel) != nil else { return .error(400, "BadChannelId") }
+        guard let pushType = r.header("apns-push-type") else { return .error(400, "MissingPushType") }
+        guard pushType.lowercased() == "liveactivity" else { return .error(400, "InvalidPushType") }
+        guard let expText = r.header("apns-expiration"), let exp = Int64(expText), exp >= 0 else {
+            return .error(400, "BadExpirationDate")
+        }
+        guard let p = r.header("apns-priority"), ["1", "5", "10"].contains(p), let priority = UInt8(p) else {
+            return .error(400, "BadPriority")
+        }
+        if let id = r.header("apns-request-id"), !Identifiers.isLowercaseUUID(id) { return .error(400, "BadMessageId") }
+        if r.bodySize == 0 { return .error(400, "PayloadEmpty") }
+        if r.bodySize > 5120 { return .error(413, "PayloadTooLarge") }
+        return sim.state.withLock { s -> SimAnswer in
+            guard let ch = s.channels[channel], ch.bundleID == bundle else { return .error(400, "ChannelNotRegistered") }
+            // A no-storage channel takes only expiration 0 (§4.2).
+            if ch.storagePolicy == 0 && exp != 0 { return .error(400, "BadExpirationDate") }
+            s.ledger.recordChannel(channel, body: r.body, priority: priority)
+            return SimAnswer(status: 200)
+        }
+    }
+
+    /// `POST|GET|DELETE /1/apps/<bundleID>/channels` (reference §5).
+    func manageChannel(_ r: HTTP2ServerRequest, bundle: String, _ sim: APNSSimulator) -> SimAnswer {
+        switch r.method {
+        case "POST":
+            guard let json = try? JSON.parse(r.body), let o = json.objectValue else { return .error(400, "BadRequestPayload") }
+            for k in o.keys where k != "message-storage-policy" && k != "push-type" { return .error(400, "BadRequestParams") }
+            guard let pt = o["push-type"]?.stringValue else { return .error(400, "MissingPushType") }
+            guard pt == "LiveActivity" else { return .error(400, "InvalidPushType") }
+            guard let policy = o["message-storage-policy"]?.intValue, policy == 0 || policy == 1 else {
+                return .error(400, "BadRequestParams")
+            }
+            let id = Data(SecureRandom.bytes(16)).base64EncodedString()
+            return sim.state.withLock { s -> SimAnswer in
+                let count = s.channels.values.filter { $0.bundleID == bundle }.count
+                guard count < sim.config.maxChannelsPerBundle else { return .error(400, "CannotCreateChannelConfig") }
+                s.channels[id] = APNSSimulator.SimChannel(bundleID: bundle, storagePolicy: Int(policy), createdAt: sim.config.clock.now())
+                var a = SimAnswer(status: 201)
+                a.headers.append(("apns-channel-id", id))
+                return a
+            }
+        default:
+            guard let id = r.header("apns-channel-id"), !id.isEmpty else { return .error(400, "MissingChannelId") }
+            guard Data(base64Encoded: id) != nil else { return .error(400, "BadChannelId") }
+            return sim.state.withLock { s -> SimAnswer in
+                guard let ch = s.channels[id], ch.bundleID == bundle else { return .error(400, "ChannelNotRegistered") }
+                if r.method == "DELETE" {
+                    s.channels[id] = nil
+                    return SimAnswer(status: 204)
+                }
+                var a = SimAnswer(status: 200)
+                a.body = JSON.object(["message-storage-policy": .int(Int64(ch.storagePolicy)), "push-type": "LiveActivity"]).encoded()
+                a.headers.append(("content-type", "application/json"))
+                return a
+            }
+        }
+    }
+
+    /// `GET /1/apps/<bundleID>/all-channels`.
+    func listChannels(bundle: String, _ sim: APNSSimulator) -> SimAnswer {
+        let ids = sim.state.withLock { s in s.channels.filter { $0.value.bundleID == bundle }.map(\.key).sorted() }
+        var a = SimAnswer(status: 200)
+        a.body = JSON.object(["channels": .array(ids.map { .string($0) })]).encoded()
+        a.headers.append(("content-type", "application/json"))
+        return a
+    }
+}
