@@ -14,6 +14,7 @@ extension Database {
     ///   `options.enqueueTimeout`; `DatabaseError.closed`; `DatabaseError.writeFromWriterThread`
     ///   when called from inside a job; `SQLiteError`; or what `body` throws.
     /// - Thread: any thread but the writer's and the cooperative pool (it blocks).
+    @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
         try waitFor(.batched, body)
     }
@@ -33,6 +34,7 @@ extension Database {
     /// Runs `body` on the writer thread without blocking a thread while it waits: for
     /// async callers on the cooperative pool. Semantics as the blocking `write`.
     /// - Throws: `DatabaseError.overloaded` at once when the queue is full, and as `write`.
+    @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             do {
@@ -48,6 +50,7 @@ extension Database {
     /// `PRAGMA wal_checkpoint`). A transaction left open is rolled back and reported.
     /// - Throws: as `write`, plus `DatabaseError.transactionLeftOpen`.
     /// - Thread: as `write`.
+    @discardableResult
     public func writeUnbatched<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
         try waitFor(.unbatched, body)
     }
