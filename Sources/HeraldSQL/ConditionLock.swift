@@ -3,6 +3,7 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
+import HeraldCore
 
 /// A pthread mutex with condition variables that time out on the monotonic clock.
 ///
@@ -59,8 +60,17 @@ final class ConditionLock: @unchecked Sendable {  // the pthread objects synchro
         /// Waits for a signal until `deadline` (`Monotonic.nanos()`, i.e. `CLOCK_MONOTONIC`); the lock must
         /// be held. Returns false when the deadline passed.
         func wait(untilNanos deadline: UInt64) -> Bool {
-            var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-            return pthread_cond_timedwait(cond, lock.mutex, &ts) != ETIMEDOUT
+            #if os(Linux)
+                var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+                return pthread_cond_timedwait(cond, lock.mutex, &ts) != ETIMEDOUT
+            #else
+                // No monotonic condattr on Darwin: wait for the time left instead.
+                let now = Monotonic.nanos()
+                guard deadline > now else { return false }
+                let left = deadline - now
+                var ts = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
+                return pthread_cond_timedwait_relative_np(cond, lock.mutex, &ts) != ETIMEDOUT
+            #endif
         }
 
         func signal() { pthread_cond_signal(cond) }

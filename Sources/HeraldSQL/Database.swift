@@ -51,7 +51,7 @@ public final class Database: Sendable {
     /// A new read-only connection owned by the caller, for long scans (a fan-out paging
     /// through millions of rows). Keep each read transaction short: an open one stops
     /// checkpoints from recycling the WAL, which then grows.
-    /// - Throws: `SQLiteError` when it cannot be opened.
+    /// - Throws: `DatabaseError.closed`, or `SQLiteError` when it cannot be opened.
     /// - Thread: any; the connection then belongs to one thread at a time.
     public func openReader() throws -> SQLiteConnection {
         try readers.makeConnection()

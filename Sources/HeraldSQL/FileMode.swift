@@ -12,6 +12,9 @@ enum FileMode {
     /// opens it as an empty database and gives its -wal and -shm files the same mode.
     /// Failures are left for SQLite's open to report (it gives the better error).
     static func createOwnerOnlyFileIfMissing(_ path: String) {
+        // Not a file name to SQLite: an in-memory database, or a URI (this build has
+        // SQLITE_USE_URI).
+        if path.isEmpty || path == ":memory:" || path.hasPrefix("file:") { return }
         let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, ownerOnly)
         if fd >= 0 { close(fd) }
     }

@@ -16,7 +16,11 @@ final class ReaderPool: @unchecked Sendable {
     }
 
     /// A fresh connection the caller owns (not pooled).
-    func makeConnection() throws -> SQLiteConnection { try open() }
+    /// - Throws: `DatabaseError.closed`, or `SQLiteError` when opening fails.
+    func makeConnection() throws -> SQLiteConnection {
+        try lock.withLock { () throws(DatabaseError) in if closed { throw .closed } }
+        return try open()
+    }
 
     /// An idle connection, or a new one when all are busy (readers never wait for each
     /// other in WAL mode, so neither do they here).

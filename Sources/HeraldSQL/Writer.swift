@@ -34,8 +34,8 @@ final class Writer: @unchecked Sendable {
 
     init(connection: SQLiteConnection, capacity: Int, maxJobsPerCommit: Int) {
         self.connection = connection
-        self.capacity = capacity
-        self.maxJobsPerCommit = maxJobsPerCommit
+        self.capacity = max(capacity, 1)
+        self.maxJobsPerCommit = max(maxJobsPerCommit, 1)
         jobsAvailable = .init(lock)
         spaceAvailable = .init(lock)
         exited = .init(lock)

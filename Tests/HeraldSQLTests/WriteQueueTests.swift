@@ -33,6 +33,23 @@ import Testing
         #expect(try db.read { try $0.query("SELECT v FROM item ORDER BY v").map { $0[0] } } == [1, 2, 4])
     }
 
+    @Test func queueDepthAndCountersAreExportedAsMetrics() throws {
+        let dir = try TemporaryDirectory()
+        let db = try Database(path: dir.file("metrics.db"))
+        let registry = MetricsRegistry()
+        db.registerMetrics(in: registry)
+        let gate = try WriterGate(db)
+        let queued = Outcomes<Int>()
+        for i in 1...3 { try db.write({ _ in i }, completion: queued.completion(i)) }
+        #expect(registry.render().contains("herald_queue_depth{queue=\"db_write\"} 3\n"))
+        gate.release()
+        queued.wait()
+        let text = registry.render()
+        #expect(text.contains("herald_queue_depth{queue=\"db_write\"} 0\n"))
+        #expect(text.contains("herald_db_write_jobs_total 4\n"))
+        #expect(text.contains("herald_db_commits_total 2\n"))
+    }
+
     @Test func closeRunsQueuedWritesThenRefusesNewOnes() throws {
         let dir = try TemporaryDirectory()
         let db = try Database(path: dir.file("close.db"))
