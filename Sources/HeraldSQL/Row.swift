@@ -23,6 +23,7 @@ public struct Row: Sendable, Equatable {
     /// The values, in column order.
     public let values: [SQLValue]
 
+    /// A row of `values` under `columns` (normally made by `query`).
     public init(columns: RowColumns, values: [SQLValue]) {
         self.columns = columns
         self.values = values
