@@ -1,0 +1,72 @@
+/// How a `Database` opens and runs its file. Every field has a documented default.
+public struct DatabaseOptions: Sendable {
+    /// When a commit reaches the disk.
+    public enum Synchronous: Sendable {
+        /// Every commit is fsynced before `write` returns: an acknowledged write survives
+        /// power loss. Group commit pays one fsync per batch, not per job. (Default.)
+        case full
+        /// fsync only at checkpoints: much faster, never corrupt, but a power loss (not a
+        /// process crash) can lose the last commits.
+        case normal
+
+        var pragmaValue: String {
+            switch self {
+            case .full: "FULL"
+            case .normal: "NORMAL"
+            }
+        }
+    }
+
+    /// Durability of commits. Default `.full`.
+    public var synchronous: Synchronous
+    /// How long a connection waits for another's lock (another process, a checkpoint)
+    /// before failing with `isBusy`. Default 5 s.
+    public var busyTimeout: Duration
+    /// Most write jobs waiting for the writer thread. Default 10 000.
+    public var writeQueueCapacity: Int
+    /// How long a blocking `write` waits for room in a full queue before throwing
+    /// `DatabaseError.overloaded`. Default 1 s.
+    public var enqueueTimeout: Duration
+    /// Most jobs committed together in one transaction. Default 1 000.
+    public var maxJobsPerCommit: Int
+    /// Read-only connections kept open for `read`; more are opened (and closed after use)
+    /// when more threads read at once. Default 4.
+    public var readerCount: Int
+    /// Page cache per connection, in KiB (an upper bound, filled as pages are read).
+    /// Default 32 768 (32 MiB).
+    public var cacheSizeKiB: Int
+    /// Bytes of the file read through mmap (fewer read syscalls on scans). Default 256 MiB.
+    public var mmapSize: Int
+    /// WAL pages after which a commit checkpoints into the main file. Default 1 000.
+    public var walAutocheckpointPages: Int
+    /// Bytes the WAL is truncated to after a checkpoint. Default 64 MiB.
+    public var journalSizeLimit: Int
+    /// Prepared statements each connection keeps for `cached(_:)`. Default 64.
+    public var statementCacheCapacity: Int
+
+    public init(
+        synchronous: Synchronous = .full,
+        busyTimeout: Duration = .seconds(5),
+        writeQueueCapacity: Int = 10_000,
+        enqueueTimeout: Duration = .seconds(1),
+        maxJobsPerCommit: Int = 1_000,
+        readerCount: Int = 4,
+        cacheSizeKiB: Int = 32_768,
+        mmapSize: Int = 256 << 20,
+        walAutocheckpointPages: Int = 1_000,
+        journalSizeLimit: Int = 64 << 20,
+        statementCacheCapacity: Int = 64
+    ) {
+        self.synchronous = synchronous
+        self.busyTimeout = busyTimeout
+        self.writeQueueCapacity = max(writeQueueCapacity, 1)
+        self.enqueueTimeout = enqueueTimeout
+        self.maxJobsPerCommit = max(maxJobsPerCommit, 1)
+        self.readerCount = max(readerCount, 0)
+        self.cacheSizeKiB = cacheSizeKiB
+        self.mmapSize = mmapSize
+        self.walAutocheckpointPages = walAutocheckpointPages
+        self.journalSizeLimit = journalSizeLimit
+        self.statementCacheCapacity = statementCacheCapacity
+    }
+}

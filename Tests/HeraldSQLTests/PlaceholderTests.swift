@@ -1,4 +1,0 @@
-import Testing
-@testable import HeraldSQL
-
-@Test func HeraldSQLModuleLinks() { _ = HeraldSQLModule.self }
