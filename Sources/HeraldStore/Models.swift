@@ -1,0 +1,153 @@
+import HeraldAPNS
+import HeraldCore
+
+/// How a channel reaches devices (design: fanout, broadcast, hybrid).
+public enum ChannelMode: String, Sendable, CaseIterable, Codable {
+    case fanout, broadcast, hybrid
+
+    /// Token pushes are part of it.
+    public var usesTokens: Bool { self != .broadcast }
+    /// An APNs broadcast channel is part of it.
+    public var usesBroadcast: Bool { self != .fanout }
+}
+
+/// APNs message storage policy of a broadcast channel (reference §4.2).
+public enum StoragePolicy: String, Sendable, CaseIterable, Codable {
+    case none, mostRecent = "most-recent"
+
+    /// APNs' number: 0 no message stored, 1 most recent stored.
+    public var apnsValue: Int { self == .none ? 0 : 1 }
+}
+
+/// Subscription kinds (design: `activity` update tokens, `push-to-start` tokens).
+public enum SubscriptionKind: String, Sendable, CaseIterable, Codable {
+    case activity, pushToStart = "push-to-start"
+
+    var code: Int64 { self == .activity ? 0 : 1 }
+    init?(code: Int64) {
+        switch code {
+        case 0: self = .activity
+        case 1: self = .pushToStart
+        default: return nil
+        }
+    }
+}
+
+/// A channel as stored.
+public struct Channel: Sendable, Equatable {
+    public var num: Int64
+    public var id: String
+    public var bundleID: String
+    public var mode: ChannelMode
+    public var environment: APNSEnvironment
+    public var storagePolicy: StoragePolicy
+    public var apnsChannelID: String?
+    public var isOpen: Bool
+    public var lifecycle: String
+    public var lastSeq: Int64
+    public var lastTimestamp: Int64
+    public var currentEvent: String?
+    public var catchUp: Bool
+    public var minIntervalMillis: Int64
+    public var priority10BudgetPerHour: Int64
+    public var createdAtMillis: Int64
+    public var closedAtMillis: Int64?
+}
+
+/// The event states of the progress API.
+public enum EventState: String, Sendable, CaseIterable, Codable {
+    case queued, sending, done, superseded, failed
+
+    public var isFinished: Bool { self == .done || self == .superseded || self == .failed }
+}
+
+/// An event as stored, with its progress counters.
+public struct EventRecord: Sendable, Equatable {
+    public var id: String
+    public var channelNum: Int64
+    public var channelID: String
+    public var seq: Int64
+    public var kind: LiveActivityEventKind
+    public var apsTimestamp: Int64
+    public var payload: [UInt8]
+    public var priority: Int
+    public var expiration: Int64?
+    public var state: EventState
+    public var failureReason: String?
+    public var supersededBy: String?
+    public var createdAtMillis: Int64
+    public var startedAtMillis: Int64?
+    public var finishedAtMillis: Int64?
+    public var counters: EventCounters
+    public var passStart: [UInt8]?
+    public var cursor: [UInt8]?
+    public var wrapped: Bool
+    public var broadcastState: String
+    public var broadcastReason: String?
+}
+
+/// Progress counters of one event.
+public struct EventCounters: Sendable, Equatable {
+    public var targets: Int64 = 0
+    public var sent: Int64 = 0
+    public var failed: Int64 = 0
+    public var pruned: Int64 = 0
+    public var retried: Int64 = 0
+    /// Targets not sent because a newer event superseded this one.
+    public var skipped: Int64 = 0
+
+    public init() {}
+}
+
+/// API key roles (design "Auth").
+public enum KeyRole: String, Sendable, CaseIterable, Codable {
+    case admin, publisher, subscriber
+}
+
+/// An API key as stored (never its secret).
+public struct APIKey: Sendable, Equatable {
+    public var id: String
+    public var role: KeyRole
+    public var channels: [String]
+    public var label: String?
+    public var createdAtMillis: Int64
+    public var revokedAtMillis: Int64?
+    public var lastUsedAtMillis: Int64?
+    var secretHash: [UInt8]
+
+    /// True when this key may act on `channel`: an exact id or a `prefix*` pattern.
+    public func covers(channel: String) -> Bool {
+        if role == .admin { return true }
+        return channels.contains { p in
+            if p == "*" { return true }
+            if p.hasSuffix("*") { return channel.hasPrefix(p.dropLast()) }
+            return p == channel
+        }
+    }
+}
+
+/// Validation of identifiers at the door.
+public enum Identifier {
+    /// Channel ids: 1–128 of `A-Z a-z 0-9 . _ - :`.
+    public static func isValidChannelID(_ s: String) -> Bool {
+        guard (1...128).contains(s.utf8.count) else { return false }
+        return s.utf8.allSatisfy { c in
+            (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 46 || c == 95 || c == 45 || c == 58
+        }
+    }
+
+    /// Bundle ids: reverse-DNS, 1–155 of `A-Z a-z 0-9 . -`, no `.push-type.` suffix.
+    public static func isValidBundleID(_ s: String) -> Bool {
+        guard (1...155).contains(s.utf8.count), !s.contains(".push-type."), !s.hasPrefix("."), !s.hasSuffix(".") else {
+            return false
+        }
+        return s.utf8.allSatisfy { c in (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 46 || c == 45 }
+    }
+
+    /// Push tokens: hex, even length, 16–512 bytes. Apple says not to assume a length
+    /// (reference §3.1); Live Activity tokens seen are 80 bytes, device tokens 32.
+    public static func tokenBytes(_ hex: String) -> [UInt8]? {
+        guard (32...1024).contains(hex.utf8.count), let b = Hex.decode(hex) else { return nil }
+        return b
+    }
+}

@@ -1,2 +1,0 @@
-/// The HeraldStore module (placeholder until its first code lands).
-public enum HeraldStoreModule {}
