@@ -77,6 +77,11 @@ public final class HTTPServer: Sendable {
                 core.draining.store(true, ordering: .relaxed)
                 let drained = core.inFlight.waitUntilIdle(seconds: config.shutdownGraceSeconds)
                 let abandoned = core.inFlight.count
+                if !drained {
+                    core.logger.warning(
+                        "http.drain_timeout",
+                        ["port": .int(Int64(port)), "in_flight": .int(Int64(abandoned))])
+                }
                 daemon.stop()
                 core.logger.info(
                     "http.stopped",

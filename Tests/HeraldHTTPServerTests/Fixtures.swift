@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import HeraldCore
 import HeraldHTTPServer
@@ -102,4 +103,18 @@ func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
 private func usleepShort() {
     var ts = timespec(tv_sec: 0, tv_nsec: 5_000_000)
     nanosleep(&ts, nil)
+}
+
+/// Runs `body(i)` for i in 0..<count, each on its own new thread (not a pool, which may run
+/// them one after another), and waits for all of them.
+func onSeparateThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let group = DispatchGroup()
+    for i in 0..<count {
+        group.enter()
+        Thread.detachNewThread {
+            body(i)
+            group.leave()
+        }
+    }
+    group.wait()
 }
