@@ -20,6 +20,8 @@ typedef void *(*herald_mhd_uri_log_fn)(void *cls, const char *uri, struct MHD_Co
 struct herald_mhd_config {
     unsigned int flags;
     int listen_fd; /* bound and listening; MHD owns it from the call on */
+    MHD_AcceptPolicyCallback accept_policy;
+    void *accept_policy_cls;
     MHD_AccessHandlerCallback access;
     void *access_cls;
     MHD_RequestCompletedCallback completed;
@@ -50,7 +52,7 @@ static inline void herald_mhd_log_trampoline(void *cls, const char *fmt, va_list
 /* MHD_start_daemon is variadic: one wrapper with the options Herald sets.
  * MHD_OPTION_EXTERNAL_LOGGER must come first so that option errors are logged through it. */
 static inline struct MHD_Daemon *herald_mhd_start(const struct herald_mhd_config *c) {
-    return MHD_start_daemon(c->flags, 0, NULL, NULL, c->access, c->access_cls,
+    return MHD_start_daemon(c->flags, 0, c->accept_policy, c->accept_policy_cls, c->access, c->access_cls,
                             MHD_OPTION_EXTERNAL_LOGGER, herald_mhd_log_trampoline, (void *)c,
                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)c->listen_fd,
                             MHD_OPTION_URI_LOG_CALLBACK, c->uri_log, c->uri_log_cls,

@@ -59,12 +59,16 @@ public final class HTTPServer: Sendable {
             ["address": .string(boundAddress), "port": .int(Int64(port)), "threads": .int(Int64(config.threads))])
     }
 
-    /// Stops the server: stops accepting at once, lets requests in flight finish and send
-    /// their responses (each with `Connection: close`) for up to
-    /// `config.shutdownGraceSeconds`, then closes every connection and joins the worker
-    /// threads. Idle keep-alive connections are closed. Idempotent; a concurrent caller
-    /// returns once the server is stopped. Must not be called from a handler (it waits for
-    /// the handler's own thread).
+    /// Stops the server: from the call on, new connections are closed as soon as they are
+    /// accepted (unanswered); requests in flight finish and send their responses (each with
+    /// `Connection: close`) for up to `config.shutdownGraceSeconds`; then every connection
+    /// is closed, the worker threads are joined (a handler still running is waited for) and
+    /// the listen socket is closed. Idempotent; a concurrent caller returns once the server
+    /// is stopped. Must not be called from a handler (it would wait for its own thread).
+    ///
+    /// Why not `MHD_quiesce_daemon`, which would let the kernel refuse new connections: in
+    /// libmicrohttpd 0.9.75 (and 0.9.77) it removes the listen socket from each worker's epoll
+    /// set while the worker may be doing the same, and the loser calls MHD_PANIC (abort).
     public func stop() {
         state.withLock { s in
             switch s {
@@ -73,7 +77,6 @@ public final class HTTPServer: Sendable {
             case .bound(let socket):
                 socket.closeIfOwned()
             case .running(let daemon):
-                daemon.quiesce()
                 core.draining.store(true, ordering: .relaxed)
                 let drained = core.inFlight.waitUntilIdle(seconds: config.shutdownGraceSeconds)
                 let abandoned = core.inFlight.count

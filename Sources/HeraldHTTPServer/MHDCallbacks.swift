@@ -52,6 +52,16 @@ func mhdCompleted(
     ServerCore.from(cls).completed(ctx, connection, code)
 }
 
+/// The accept policy: once `stop()` has begun, every new connection is closed as soon as
+/// it is accepted. (`MHD_quiesce_daemon` would leave them to the kernel to refuse, but in
+/// 0.9.75 it races the epoll worker threads over the listen socket and can abort the process
+/// with MHD_PANIC; see `HTTPServer.stop()`.)
+func mhdAcceptPolicy(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t)
+    -> MHD_Result
+{
+    ServerCore.from(cls).draining.load(ordering: .relaxed) ? .NO : .YES
+}
+
 /// MHD_OPTION_NOTIFY_CONNECTION: keeps the open-connection gauge.
 func mhdNotifyConnection(
     _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,

@@ -25,6 +25,7 @@ final class MHDDaemon {
         options.initialize(
             to: herald_mhd_config(
                 flags: flags, listen_fd: fd,
+                accept_policy: mhdAcceptPolicy, accept_policy_cls: cls,
                 access: mhdAccess, access_cls: cls,
                 completed: mhdCompleted, completed_cls: cls,
                 notify: mhdNotifyConnection, notify_cls: cls,
@@ -44,13 +45,6 @@ final class MHDDaemon {
     }
 
     deinit { stop() }
-
-    /// Stops accepting: new connections are refused by the kernel; open ones carry on.
-    func quiesce() {
-        guard let daemon else { return }
-        let fd = MHD_quiesce_daemon(daemon)
-        if fd >= 0 { close(fd) }
-    }
 
     /// Closes every connection, joins the worker threads and frees the daemon. In-flight
     /// handlers finish first (the join waits for them) but their responses are not sent.

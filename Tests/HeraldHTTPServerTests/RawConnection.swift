@@ -7,7 +7,10 @@ final class RawConnection {
         case connect(errno: Int32)
         case send(errno: Int32)
         case timedOut
+        /// The connection ended before any byte of a response.
         case closedBeforeResponse
+        /// The connection ended part-way through a response.
+        case truncated
         case malformed(String)
     }
 
@@ -106,7 +109,7 @@ final class RawConnection {
         while true {
             headEnd = Self.find([13, 10, 13, 10], in: buffer)
             if headEnd != nil { break }
-            if try !fill(until: deadline) { throw Failure.closedBeforeResponse }
+            if try !fill(until: deadline) { throw buffer.isEmpty ? Failure.closedBeforeResponse : .truncated }
         }
         let headText = String(decoding: buffer[0..<headEnd!], as: UTF8.self)
         var lines = headText.components(separatedBy: "\r\n")
@@ -126,7 +129,7 @@ final class RawConnection {
         if !head {
             if let cl = headers["content-length"].flatMap({ Int($0) }) {
                 while buffer.count < cl {
-                    if try !fill(until: deadline) { throw Failure.closedBeforeResponse }
+                    if try !fill(until: deadline) { throw Failure.truncated }
                 }
                 body = Array(buffer[0..<cl])
                 buffer.removeFirst(cl)
