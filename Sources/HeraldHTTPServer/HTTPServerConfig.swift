@@ -56,15 +56,19 @@ public struct HTTPServerConfig: Sendable {
             if !ok { throw .invalidConfig(field: field, reason: rule) }
         }
         try check((1...1024).contains(threads), "threads", "must be 1…1024")
-        try check(maxConnections >= threads && maxConnections <= Int(UInt32.max), "maxConnections",
+        try check(
+            maxConnections >= threads && maxConnections <= Int(UInt32.max), "maxConnections",
             "must be at least threads")
-        try check(perIPConnectionLimit >= 0 && perIPConnectionLimit <= Int(UInt32.max), "perIPConnectionLimit",
+        try check(
+            perIPConnectionLimit >= 0 && perIPConnectionLimit <= Int(UInt32.max), "perIPConnectionLimit",
             "must be 0 (none) or positive")
-        try check(connectionTimeoutSeconds >= 1 && connectionTimeoutSeconds <= 86_400, "connectionTimeoutSeconds",
+        try check(
+            connectionTimeoutSeconds >= 1 && connectionTimeoutSeconds <= 86_400, "connectionTimeoutSeconds",
             "must be 1…86400")
         try check(maxBodyBytes >= 0, "maxBodyBytes", "must not be negative")
         try check(connectionMemoryLimit >= 4096, "connectionMemoryLimit", "must be at least 4096")
-        try check(shutdownGraceSeconds >= 0 && shutdownGraceSeconds.isFinite, "shutdownGraceSeconds",
+        try check(
+            shutdownGraceSeconds >= 0 && shutdownGraceSeconds.isFinite, "shutdownGraceSeconds",
             "must be 0 or positive")
     }
 }

@@ -13,7 +13,8 @@ final class MHDDaemon {
     /// Starts the worker threads on `socket`, whose descriptor libmicrohttpd takes over.
     init(core: ServerCore, config: HTTPServerConfig, socket: ListenSocket) throws(HTTPServerError) {
         self.core = core
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
+        var flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
             | MHD_USE_ERROR_LOG.rawValue
         if socket.address.family == .ipv6 { flags |= MHD_USE_IPv6.rawValue }
         // libmicrohttpd closes the descriptor it is given on some failure paths and not on

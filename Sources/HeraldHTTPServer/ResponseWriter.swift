@@ -11,7 +11,8 @@ enum ResponseWriter {
         _ response: HTTPResponse, on connection: OpaquePointer, closeAfter: Bool, logger: Logger
     ) -> MHD_Result {
         guard (200...999).contains(response.status) else {
-            logger.error("http.response_invalid", ["reason": "status out of range", "status": .int(Int64(response.status))])
+            logger.error(
+                "http.response_invalid", ["reason": "status out of range", "status": .int(Int64(response.status))])
             return queue(internalError(), on: connection, closeAfter: closeAfter, logger: logger)
         }
         guard let mhdResponse = build(response, closeAfter: closeAfter) else {
@@ -27,7 +28,8 @@ enum ResponseWriter {
     /// nil when libmicrohttpd refuses a header (CR/LF in a value, space in a name).
     private static func build(_ response: HTTPResponse, closeAfter: Bool) -> OpaquePointer? {
         let made = response.body.withUnsafeBytes { raw in
-            MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
+            MHD_create_response_from_buffer(
+                raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
         }
         guard let r = made else { return nil }
         for (name, value) in response.headers {

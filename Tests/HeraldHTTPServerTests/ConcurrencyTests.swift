@@ -15,7 +15,8 @@ import Testing
             do {
                 let c = try connect(server)
                 for i in 0..<perClient {
-                    let body = Array("client \(client) request \(i) ".utf8) + [UInt8](repeating: UInt8(client), count: i * 100)
+                    let body =
+                        Array("client \(client) request \(i) ".utf8) + [UInt8](repeating: UInt8(client), count: i * 100)
                     try c.send(post("/echo", body: body))
                     let r = try c.readResponse()
                     if r.status != 200 || r.body != body {

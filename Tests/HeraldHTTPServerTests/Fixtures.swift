@@ -36,7 +36,8 @@ final class LogCapture: Sendable {
     init(level: LogLevel = .debug) {
         let store = LineStore()
         lines = store
-        logger = Logger(subsystem: "http", sink: LogSink(level: level) { line in store.lines.withLock { $0.append(line) } })
+        logger = Logger(
+            subsystem: "http", sink: LogSink(level: level) { line in store.lines.withLock { $0.append(line) } })
     }
 
     /// Parsed lines whose event is `event`.

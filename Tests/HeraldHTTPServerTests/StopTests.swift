@@ -122,7 +122,11 @@ final class GateHandler: HTTPHandler {
                     guard (try? c.send(post("/echo", body: body))) != nil else { continue }
                     do {
                         let r = try c.readResponse()
-                        if r.status == 200 && r.body == body { answered.add(1, ordering: .relaxed) } else { broken.add(1, ordering: .relaxed) }
+                        if r.status == 200 && r.body == body {
+                            answered.add(1, ordering: .relaxed)
+                        } else {
+                            broken.add(1, ordering: .relaxed)
+                        }
                     } catch RawConnection.Failure.closedBeforeResponse {
                         // turned away while stopping
                     } catch {
