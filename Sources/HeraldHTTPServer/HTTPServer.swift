@@ -52,11 +52,14 @@ public final class HTTPServer: Sendable {
             case .bound(let socket):
                 let daemon = try MHDDaemon(core: core, config: config, socket: socket)
                 s = .running(daemon)
+                core.logger.info(
+                    "http.listening",
+                    [
+                        "address": .string(boundAddress), "port": .int(Int64(port)),
+                        "threads": .int(Int64(config.threads)),
+                    ])
             }
         }
-        core.logger.info(
-            "http.listening",
-            ["address": .string(boundAddress), "port": .int(Int64(port)), "threads": .int(Int64(config.threads))])
     }
 
     /// Stops the server: from the call on, new connections are closed as soon as they are

@@ -10,7 +10,8 @@ final class MHDDaemon {
     /// Kept alive while the daemon runs: every callback's `cls` points to it.
     private let core: ServerCore
 
-    /// Starts the worker threads on `socket`, whose descriptor libmicrohttpd takes over.
+    /// Starts the worker threads on a duplicate of `socket`'s descriptor, which libmicrohttpd
+    /// owns from then on; `socket` itself is closed once the daemon runs.
     init(core: ServerCore, config: HTTPServerConfig, socket: ListenSocket) throws(HTTPServerError) {
         self.core = core
         var flags =
