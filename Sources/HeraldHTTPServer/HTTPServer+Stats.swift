@@ -1,0 +1,55 @@
+import HeraldCore
+
+/// A snapshot of an `HTTPServer`'s counters.
+public struct HTTPServerStats: Sendable, Equatable {
+    /// Connections open now.
+    public var connections: Int
+    /// Requests whose headers are complete and whose completion is not yet reported.
+    public var inFlight: Int
+    /// Requests whose headers were complete (whatever became of them) since start.
+    public var requestsTotal: UInt64
+    /// Requests refused before any handler ran: body over the limit, unsupported transfer
+    /// coding, `%00` in the path, and requests libmicrohttpd itself rejected as malformed
+    /// after their request line (those never reach `requestsTotal`).
+    public var rejectedTotal: UInt64
+    /// Requests that ended without a response because the client went away or timed out
+    /// part-way (after its request line).
+    public var abortedTotal: UInt64
+}
+
+extension HTTPServer {
+    /// The counters now. Any thread.
+    public var stats: HTTPServerStats {
+        HTTPServerStats(
+            connections: core.connections.load(ordering: .relaxed),
+            inFlight: core.inFlight.count,
+            requestsTotal: core.requests.load(ordering: .relaxed),
+            rejectedTotal: core.rejected.load(ordering: .relaxed),
+            abortedTotal: core.aborted.load(ordering: .relaxed))
+    }
+
+    /// Exposes the counters as `herald_http_connections`, `herald_http_requests_in_flight`,
+    /// `herald_http_requests_total`, `herald_http_requests_rejected_total` and
+    /// `herald_http_requests_aborted_total`, labelled `listener="<listener>"`, sampled at
+    /// scrape time. `listener` must come from a closed set (`api`, `metrics`, `apns_sim`).
+    public func registerMetrics(in registry: MetricsRegistry, listener: String) {
+        let labels = ["listener": listener]
+        let core = self.core
+        registry.sampledGauge("herald_http_connections", help: "Open HTTP connections.", labels: labels) {
+            [weak core] in Double(core?.connections.load(ordering: .relaxed) ?? 0)
+        }
+        registry.sampledGauge(
+            "herald_http_requests_in_flight", help: "HTTP requests received and not yet answered.", labels: labels
+        ) { [weak core] in Double(core?.inFlight.count ?? 0) }
+        registry.sampledCounter("herald_http_requests_total", help: "HTTP requests received.", labels: labels) {
+            [weak core] in Double(core?.requests.load(ordering: .relaxed) ?? 0)
+        }
+        registry.sampledCounter(
+            "herald_http_requests_rejected_total", help: "HTTP requests refused before a handler ran.", labels: labels
+        ) { [weak core] in Double(core?.rejected.load(ordering: .relaxed) ?? 0) }
+        registry.sampledCounter(
+            "herald_http_requests_aborted_total", help: "HTTP requests abandoned by the client part-way.",
+            labels: labels
+        ) { [weak core] in Double(core?.aborted.load(ordering: .relaxed) ?? 0) }
+    }
+}

@@ -1,4 +1,0 @@
-import Testing
-@testable import HeraldHTTPServer
-
-@Test func HeraldHTTPServerModuleLinks() { _ = HeraldHTTPServerModule.self }
