@@ -54,6 +54,8 @@ let package = Package(
         .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: strict),
         .testTarget(name: "HeraldNetTests", dependencies: ["HeraldNet"], swiftSettings: strict),
         .testTarget(name: "HeraldSenderTests", dependencies: ["HeraldSender", "HeraldSimulator"], swiftSettings: strict),
+        .testTarget(name: "HeraldSimulatorTests", dependencies: ["HeraldSimulator", "HeraldHTTPServer"], swiftSettings: strict),
+        .testTarget(name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(

@@ -1,3 +1,4 @@
-import HeraldCore
+import Foundation
+import HeraldCLI
 
-print("herald")
+exit(HeraldCLI.main(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))

@@ -1,2 +1,0 @@
-/// The HeraldCLI module (placeholder until its first code lands).
-public enum HeraldCLIModule {}
