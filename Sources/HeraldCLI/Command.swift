@@ -43,7 +43,7 @@ public final class Console: @unchecked Sendable {
 }
 
 /// A `herald` verb.
-public protocol HeraldCommand {
+public protocol HeraldCommand: Sendable {
     /// The verb (`serve`, `channels`, ...).
     static var name: String { get }
     /// One line for `herald --help`.

@@ -12,7 +12,7 @@ import Testing
         #expect(a.flag("--json"))
         #expect(try a.positional("ID") == "m1")
         try a.finish()
-        var b = Arguments(["--bogus"], environment: [:])
+        let b = Arguments(["--bogus"], environment: [:])
         #expect(throws: UsageError.self) { try b.finish() }
     }
 
