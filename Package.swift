@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "HeraldSender", dependencies: ["HeraldNet", "HeraldAPNS", "HeraldCrypto"], swiftSettings: strict),
         .target(name: "HeraldSimulator", dependencies: ["HeraldNet", "HeraldCrypto", "HeraldHTTPServer"], swiftSettings: strict),
         .target(
-            name: "HeraldStore", dependencies: ["HeraldSQL", "HeraldAPNS"], swiftSettings: strict,
+            name: "HeraldStore", dependencies: ["HeraldSQL", "HeraldAPNS", "HeraldCrypto"], swiftSettings: strict,
             plugins: ["EmbedMigrations"]),
         .target(name: "HeraldFanout", dependencies: ["HeraldStore", "HeraldSender"], swiftSettings: strict),
 

@@ -33,6 +33,7 @@ public final class APNSClientPool: @unchecked Sendable {
     var random = FastRandom()
     var inFlight = 0
     var waitingRetry = 0
+    let wallClock: WallClock = SystemClock()
 
     final class Slot {
         let index: Int
@@ -208,6 +209,7 @@ public final class APNSClientPool: @unchecked Sendable {
                     }
                     r.attempts += 1
                     r.sentAt = Monotonic.nanos()
+                    r.sentAtMillis = wallClock.nowMillis()
                     s.inFlight += 1
                     inFlight += 1
                     n -= 1

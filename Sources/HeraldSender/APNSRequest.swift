@@ -58,6 +58,9 @@ public final class APNSRequest: @unchecked Sendable {
     var refusals = 0
     var tokenRefreshed = false
     var sentAt: UInt64 = 0
+    /// Wall-clock time of the latest attempt, ms since 1970 (a registration after it wins
+    /// over a BadDeviceToken answer).
+    public internal(set) var sentAtMillis: Int64 = 0
     var lastRetryable: PushOutcome?
 
     public init(path: String, headers: HeaderList = HeaderList(), template: APNSTemplate, context: AnyObject? = nil, index: Int = 0) {

@@ -1,0 +1,27 @@
+import HeraldCore
+
+/// Tuning of the fan-out scheduler. Defaults suit one machine and a pool of a few
+/// connections at APNs' ~1000 streams each.
+public struct FanoutConfig: Sendable {
+    /// Tokens read from the registry and handed to the sender per step; also the unit of
+    /// round-robin fairness between channels.
+    public var batchSize = 500
+    /// Batches in flight per event before the scheduler waits for answers (bounds memory
+    /// and the duplicate window after a crash).
+    public var maxBatchesInFlight = 16
+    /// How often progress is checkpointed to the database.
+    public var checkpointInterval: Double = 0.25
+    /// Pruning guard (design, delivery 10): when at least `pruneGuardMinSample` answers of
+    /// one event came back and `pruneGuardRatio` of them say the token is dead, stop deleting.
+    public var pruneGuardRatio = 0.5
+    public var pruneGuardMinSample = 100
+    /// How often expired subscriptions and old events are swept.
+    public var sweepInterval: Double = 60
+    /// Finished events are kept this long (the progress API reads them).
+    public var eventRetention: Double = 7 * 24 * 3600
+    /// Broadcast on a "most recent" channel: `apns-expiration` when the publisher gave none,
+    /// and the cap (APNs stores at most 8 h, reference §4.2).
+    public var broadcastStorage: Double = 8 * 3600
+
+    public init() {}
+}

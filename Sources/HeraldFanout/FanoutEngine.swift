@@ -1,0 +1,245 @@
+import Foundation
+import HeraldAPNS
+import HeraldCore
+import HeraldNet
+import HeraldSender
+import HeraldStore
+
+/// The fan-out scheduler (issue #3): turns committed events into APNs requests — per
+/// channel in sequence, newest update wins, fair across channels, checkpointed so a crash
+/// resumes where it was — and feeds APNs' answers back (prune, retry counts, progress).
+///
+/// One scheduler thread owns all run state. Other threads talk to it through `notify…`
+/// and the sender's result callbacks, which only enqueue a message.
+public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
+    // @unchecked: `inbox`/`stopping` are guarded by `cond`; everything else is confined to
+    // the scheduler thread.
+    public let store: Store
+    public let config: FanoutConfig
+    let tokens: PushTransport
+    let broadcast: PushTransport?
+    let logger: Logger
+    let metrics: FanoutMetrics
+    let clock: WallClock
+
+    let cond = NSCondition()
+    var inbox: [Message] = []
+    var stopping = false
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+
+    // Scheduler-thread state.
+    var channels: [Int64: ChannelRun] = [:]
+    var order: [Int64] = []
+    var rr = 0
+    var scanner: SubscriptionScanner?
+    var pendingCatchUps: [APNSRequest] = []
+    var pendingBroadcasts: [APNSRequest] = []
+    var lastSweep = 0.0
+    var random = FastRandom()
+
+    enum Message {
+        case event(String)
+        case completed(APNSRequest, APNSResult)
+        case closed(String)
+        case catchUp(channelID: String, token: [UInt8])
+        case targets(eventID: String, count: Int64)
+    }
+
+    final class CatchUp {
+        let channelNum: Int64
+        let token: [UInt8]
+        init(channelNum: Int64, token: [UInt8]) {
+            self.channelNum = channelNum
+            self.token = token
+        }
+    }
+
+    /// `tokens` sends token pushes; `broadcast` sends broadcast pushes (nil: broadcast
+    /// events fail with a configuration reason).
+    public init(
+        store: Store, tokens: PushTransport, broadcast: PushTransport?, config: FanoutConfig = FanoutConfig(),
+        logger: Logger, metrics: MetricsRegistry
+    ) {
+        self.store = store
+        self.tokens = tokens
+        self.broadcast = broadcast
+        self.config = config
+        self.logger = logger.with(subsystem: "fanout")
+        self.metrics = FanoutMetrics(metrics)
+        clock = store.clock
+        let box = UncheckedBox(self)
+        metrics.sampledGauge(
+            "herald_queue_depth", help: "Items waiting in a named internal queue.", labels: ["queue": "fanout_inbox"]
+        ) { Double(box.value.inboxDepth) }
+    }
+
+    /// Starts the scheduler thread; it first resumes every unfinished event.
+    public func start() {
+        let t = Thread { [self] in
+            self.run()
+            self.finished.signal()
+        }
+        t.name = "fanout"
+        t.stackSize = 1 << 21
+        thread = t
+        t.start()
+    }
+
+    /// Stops the scheduler after its current step. Events in progress stay `sending` in the
+    /// database and resume on the next start. Not from the scheduler thread.
+    public func stop() {
+        cond.lock()
+        let wasRunning = !stopping && thread != nil
+        stopping = true
+        cond.broadcast()
+        cond.unlock()
+        if wasRunning { finished.wait() }
+    }
+
+    /// A committed event is ready to send. Any thread.
+    public func notifyEvent(_ eventID: String) { post(.event(eventID)) }
+
+    /// A channel was closed (its unfinished events are already failed in the database).
+    public func notifyClosed(channelID: String) { post(.closed(channelID)) }
+
+    /// A Live Activity registered on a channel: send it the current state (late joiner,
+    /// design delivery 9) if the channel has one and catch-up is on.
+    public func notifyRegistered(channelID: String, token: [UInt8]) { post(.catchUp(channelID: channelID, token: token)) }
+
+    /// The sender's answer for one request (pool loop thread): queued for the scheduler.
+    public func apnsCompleted(_ request: APNSRequest, result: APNSResult) { post(.completed(request, result)) }
+
+    var inboxDepth: Int {
+        cond.lock()
+        defer { cond.unlock() }
+        return inbox.count
+    }
+
+    func post(_ m: Message) {
+        cond.lock()
+        inbox.append(m)
+        if inbox.count == 1 { cond.signal() }
+        cond.unlock()
+    }
+
+    /// Takes every queued message, waiting up to `timeout` when there are none.
+    func take(timeout: Double) -> [Message]? {
+        cond.lock()
+        defer { cond.unlock() }
+        if inbox.isEmpty && !stopping && timeout > 0 {
+            _ = cond.wait(until: Date(timeIntervalSinceNow: timeout))
+        }
+        if stopping { return nil }
+        let m = inbox
+        inbox.removeAll(keepingCapacity: true)
+        return m
+    }
+
+    // MARK: - the scheduler loop
+
+    private func run() {
+        do {
+            scanner = try SubscriptionScanner(store: store)
+            try recover()
+        } catch {
+            logger.error("fanout.start_failed", ["error": .string("\(error)")])
+        }
+        var busy = true
+        while true {
+            let wait = busy ? 0 : nextWait()
+            guard let messages = take(timeout: wait) else { break }
+            for m in messages { handle(m) }
+            busy = step()
+            housekeeping()
+        }
+        scanner = nil
+    }
+
+    /// Seconds to sleep when nothing progressed: until the next timer, at most 50 ms (a
+    /// completion or a new event wakes it sooner).
+    private func nextWait() -> Double {
+        var w = 0.05
+        let now = clock.now()
+        for ch in channels.values {
+            if let next = ch.pending.first, next.kind == .update, ch.channel.minIntervalMillis > 0, ch.active == nil {
+                let due = ch.lastUpdateStart + Double(ch.channel.minIntervalMillis) / 1000
+                w = min(w, max(0.001, due - now))
+            }
+        }
+        return w
+    }
+
+    private func recover() throws {
+        let events = try store.unfinishedEvents()
+        for e in events {
+            guard let ch = try channelRun(num: e.channelNum) else { continue }
+            ch.pending.append(e)
+        }
+        if !events.isEmpty {
+            logger.info("fanout.resumed", ["events": .int(Int64(events.count)), "channels": .int(Int64(Set(events.map(\.channelNum)).count))])
+        }
+    }
+
+    func channelRun(num: Int64) throws -> ChannelRun? {
+        if let c = channels[num] { return c }
+        guard let ch = try store.channel(num: num), ch.isOpen else { return nil }
+        let run = ChannelRun(channel: ch)
+        channels[num] = run
+        order.append(num)
+        return run
+    }
+
+    private func handle(_ m: Message) {
+        switch m {
+        case .completed(let r, let result): completed(r, result)
+        case .event(let id): accept(eventID: id)
+        case .closed(let id): closed(channelID: id)
+        case .catchUp(let id, let token): queueCatchUp(channelID: id, token: token)
+        case .targets(let id, let n):
+            for ch in channels.values {
+                if let a = ch.active, a.record.id == id { a.counters.targets = n }
+            }
+        }
+    }
+
+    private func accept(eventID: String) {
+        do {
+            guard let e = try store.event(id: eventID), !e.state.isFinished, let ch = try channelRun(num: e.channelNum) else { return }
+            // Refresh channel settings (catch-up, budget) that may have changed.
+            if let fresh = try store.channel(num: e.channelNum) { ch.channel = fresh }
+            guard !ch.pending.contains(where: { $0.id == e.id }), ch.active?.record.id != e.id else { return }
+            ch.pending.append(e)
+            ch.pending.sort { $0.seq < $1.seq }
+            // A newer update or an end supersedes the update being sent (latest wins).
+            if let a = ch.active, a.record.kind == .update, e.kind != .start, e.seq > a.record.seq {
+                supersede(a, by: e.id, in: ch)
+            }
+        } catch {
+            logger.error("fanout.load_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
+        }
+    }
+
+    private func closed(channelID: String) {
+        guard let (num, ch) = channels.first(where: { $0.value.channel.id == channelID }) else { return }
+        for r in [ch.active].compactMap({ $0 }) + ch.draining {
+            r.template?.cancel()
+            r.stopped = true
+        }
+        channels[num] = nil
+        order.removeAll { $0 == num }
+        logger.info("fanout.channel_closed", ["channel": .string(channelID)])
+    }
+
+    /// Stops `run` in favour of `newer`; the run drains, then is recorded superseded.
+    func supersede(_ run: EventRun, by newer: String, in ch: ChannelRun) {
+        run.template?.cancel()
+        run.stopped = true
+        run.stopState = .superseded
+        run.supersededBy = newer
+        ch.active = nil
+        ch.draining.append(run)
+        ch.inheritedStart = run.started ? run.checkpointCursor : (run.record.cursor ?? ch.inheritedStart)
+        metrics.superseded.inc()
+    }
+}

@@ -1,0 +1,35 @@
+import HeraldCore
+
+/// Metrics of the scheduler (names per style §11).
+final class FanoutMetrics: Sendable {
+    let registry: MetricsRegistry
+    let superseded, pruned, guardTrips, catchUps, downgrades, broadcasts, broadcastFailures: Counter
+    let duration, firstPush: Histogram
+    let activeEvents: Gauge
+
+    init(_ r: MetricsRegistry) {
+        registry = r
+        superseded = r.counter("herald_events_superseded_total", help: "Events superseded by a newer update or end before reaching every target.")
+        pruned = r.counter("herald_subscriptions_pruned_total", help: "Subscriptions removed because APNs reported the token dead (410, BadDeviceToken).")
+        guardTrips = r.counter("herald_prune_guard_trips_total", help: "Events whose share of dead tokens was implausible: pruning stopped, subscriptions kept.")
+        catchUps = r.counter("herald_catchup_pushes_total", help: "Current-state pushes sent to late joiners.")
+        downgrades = r.counter("herald_priority_downgrades_total", help: "Events sent at priority 5 because the channel's priority-10 budget was spent.")
+        broadcasts = r.counter("herald_broadcast_pushes_total", help: "Broadcast requests accepted by APNs.")
+        broadcastFailures = r.counter("herald_broadcast_failures_total", help: "Broadcast requests that failed.")
+        duration = r.histogram(
+            "herald_fanout_duration_seconds", help: "Time from an event's first push to its last answer.",
+            buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600])
+        firstPush = r.histogram(
+            "herald_publish_to_first_push_seconds", help: "Time from accepting a publish to handing its first push to the sender.",
+            buckets: Histogram.latencySeconds)
+        activeEvents = r.gauge("herald_fanout_active_events", help: "Events being sent now.")
+    }
+
+    func pushes(_ result: String) -> Counter {
+        registry.counter("herald_fanout_pushes_total", help: "Pushes of events by final result.", labels: ["result": result])
+    }
+
+    func events(_ kind: String, _ state: String) -> Counter {
+        registry.counter("herald_events_total", help: "Events finished, by kind and final state.", labels: ["kind": kind, "state": state])
+    }
+}

@@ -1,2 +1,0 @@
-/// The HeraldFanout module (placeholder until its first code lands).
-public enum HeraldFanoutModule {}
