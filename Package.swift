@@ -53,7 +53,16 @@ let package = Package(
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: strict),
         .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: strict),
         .testTarget(name: "HeraldNetTests", dependencies: ["HeraldNet"], swiftSettings: strict),
-        .testTarget(name: "HeraldSenderTests", dependencies: ["HeraldSender", "HeraldSimulator"], swiftSettings: strict),
+        .target(
+            name: "HeraldTestSupport", dependencies: ["HeraldSender", "HeraldSimulator", "HeraldStore"],
+            path: "Tests/HeraldTestSupport", swiftSettings: strict),
+        .testTarget(
+            name: "HeraldSenderTests", dependencies: ["HeraldSender", "HeraldSimulator", "HeraldTestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "HeraldFanoutTests",
+            dependencies: ["HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldTestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "HeraldSimulatorTests", dependencies: ["HeraldSimulator", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),

@@ -6,6 +6,7 @@ import Testing
 @testable import HeraldNet
 @testable import HeraldSender
 @testable import HeraldSimulator
+import HeraldTestSupport
 
 @Suite struct PoolDeliveryTests {
     @Test func aHundredThousandPushesThroughFourConnectionsMatchTheLedgerExactly() throws {

@@ -1,21 +1,21 @@
 import Foundation
 import Synchronization
 
-@testable import HeraldAPNS
-@testable import HeraldCore
-@testable import HeraldCrypto
-@testable import HeraldNet
-@testable import HeraldSender
-@testable import HeraldSimulator
+import HeraldAPNS
+import HeraldCore
+import HeraldCrypto
+import HeraldNet
+import HeraldSender
+import HeraldSimulator
 
 /// A simulator on 127.0.0.1:0 with fresh files, and pools pointed at it.
-final class SimFixture: @unchecked Sendable {
-    let dir: String
-    let files: SimulatorFiles
-    var sim: APNSSimulator
-    let metrics = MetricsRegistry()
+public final class SimFixture: @unchecked Sendable {
+    public let dir: String
+    public let files: SimulatorFiles
+    public var sim: APNSSimulator
+    public let metrics = MetricsRegistry()
 
-    init(configure: (inout SimulatorConfig) -> Void = { _ in }) throws {
+    public init(configure: (inout SimulatorConfig) -> Void = { _ in }) throws {
         dir = NSTemporaryDirectory() + "herald-sim-\(UUID().uuidString)"
         files = try SimulatorFiles.prepare(directory: dir)
         var c = try files.config()
@@ -26,7 +26,7 @@ final class SimFixture: @unchecked Sendable {
     }
 
     /// Restarts the simulator on the same port (ledger and channels start empty).
-    func restart(configure: (inout SimulatorConfig) -> Void = { _ in }) throws {
+    public func restart(configure: (inout SimulatorConfig) -> Void = { _ in }) throws {
         let port = sim.address.port
         sim.shutdown()
         var c = try files.config()
@@ -36,11 +36,11 @@ final class SimFixture: @unchecked Sendable {
         sim = try APNSSimulator(config: c, logger: .discard)
     }
 
-    func credentials() throws -> APNSCredentials {
+    public func credentials() throws -> APNSCredentials {
         APNSCredentials(keyID: files.keyID, teamID: files.teamID, key: try P256PrivateKey(contentsOfFile: files.apnsKeyFile))
     }
 
-    func pool(
+    public func pool(
         connections: Int = 1, clock: WallClock = SystemClock(), jwt: JWTProvider? = nil,
         configure: (inout APNSPoolConfig) -> Void = { _ in }
     ) throws -> (APNSClientPool, JWTProvider) {
@@ -61,12 +61,13 @@ final class SimFixture: @unchecked Sendable {
 }
 
 /// Collects results; `wait(for:)` blocks until that many arrived.
-final class ResultCollector: APNSResultSink, @unchecked Sendable {
+public final class ResultCollector: APNSResultSink, @unchecked Sendable {
+    public init() {}
     let lock = NSCondition()
-    var results: [Int: APNSResult] = [:]
-    var attempts: [Int: Int] = [:]
+    public var results: [Int: APNSResult] = [:]
+    public var attempts: [Int: Int] = [:]
 
-    func apnsCompleted(_ request: APNSRequest, result: APNSResult) {
+    public func apnsCompleted(_ request: APNSRequest, result: APNSResult) {
         lock.lock()
         results[request.index] = result
         attempts[request.index] = request.attempts
@@ -75,7 +76,7 @@ final class ResultCollector: APNSResultSink, @unchecked Sendable {
     }
 
     @discardableResult
-    func wait(for n: Int, timeout: Double = 60) -> Bool {
+    public func wait(for n: Int, timeout: Double = 60) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         lock.lock()
         defer { lock.unlock() }
@@ -83,7 +84,7 @@ final class ResultCollector: APNSResultSink, @unchecked Sendable {
         return true
     }
 
-    func outcomes() -> [Int: APNSResult] {
+    public func outcomes() -> [Int: APNSResult] {
         lock.lock()
         defer { lock.unlock() }
         return results
@@ -91,19 +92,19 @@ final class ResultCollector: APNSResultSink, @unchecked Sendable {
 }
 
 /// A Live Activity update payload for tests.
-func updatePayload(_ ts: Int64, score: Int = 0) -> [UInt8] {
+public func updatePayload(_ ts: Int64, score: Int = 0) -> [UInt8] {
     JSON.object(["aps": .object(["event": "update", "timestamp": .int(ts), "content-state": .object(["score": .int(Int64(score))])])]).encoded()
 }
 
 /// A template for token pushes of one event to bundle `com.example.app`.
-func tokenTemplate(_ sink: APNSResultSink, body: [UInt8], priority: Int = 10, bundle: String = "com.example.app") -> APNSTemplate {
+public func tokenTemplate(_ sink: APNSResultSink, body: [UInt8], priority: Int = 10, bundle: String = "com.example.app") -> APNSTemplate {
     APNSTemplate(
         headers: HeaderList(APNSRequests.tokenPushFields(bundleID: bundle, priority: priority, expiration: nil)),
         body: HTTP2Body(body), sink: sink)
 }
 
 /// `n` distinct 32-byte hex tokens.
-func makeTokens(_ n: Int, seed: UInt64 = 1) -> [String] {
+public func makeTokens(_ n: Int, seed: UInt64 = 1) -> [String] {
     var g = FastRandom(seed: seed)
     return (0..<n).map { _ in
         var b = [UInt8](repeating: 0, count: 32)
@@ -115,7 +116,7 @@ func makeTokens(_ n: Int, seed: UInt64 = 1) -> [String] {
     }
 }
 
-func requests(_ tokens: [String], _ template: APNSTemplate) -> [APNSRequest] {
+public func requests(_ tokens: [String], _ template: APNSTemplate) -> [APNSRequest] {
     tokens.enumerated().map { i, t in
         var h = HeaderList()
         h.append("apns-id", Identifiers.lowercaseUUID(), noIndex: true)
