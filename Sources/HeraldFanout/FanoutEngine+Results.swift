@@ -102,7 +102,9 @@ extension FanoutEngine {
     private func applyPrunes(_ run: EventRun, _ ch: ChannelRun, _ items: [(kind: SubscriptionKind, token: [UInt8], beforeMillis: Int64)]) {
         do {
             let n = try store.prune(channelNum: ch.channel.num, items)
-            run.counters.pruned += Int64(items.count)
+            // Those not deleted were registered again after APNs' answer: kept, not reached.
+            run.counters.pruned += Int64(n)
+            run.counters.failed += Int64(items.count - n)
             metrics.pruned.inc(UInt64(n))
         } catch {
             run.counters.failed += Int64(items.count)

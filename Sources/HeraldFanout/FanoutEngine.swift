@@ -139,6 +139,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     // MARK: - the scheduler loop
 
     private func run() {
+        lastSweep = clock.now()
         do {
             scanner = try SubscriptionScanner(store: store)
             try recover()
