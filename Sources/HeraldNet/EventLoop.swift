@@ -31,6 +31,9 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Creates the loop and starts its thread. Throws `NetError` if epoll or eventfd fail.
     public init(name: String) throws {
+        // A peer that hangs up makes write(2) raise SIGPIPE, which would kill the process:
+        // ignore it and see EPIPE instead (OpenSSL's socket BIO uses plain write).
+        _ = Self.ignoreSIGPIPE
         self.name = name
         epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epfd >= 0 else { throw NetError.system("epoll_create1", errno) }
@@ -53,6 +56,8 @@ public final class EventLoop: @unchecked Sendable {
         t.stackSize = 1 << 20
         t.start()
     }
+
+    private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     deinit {
         close(epfd)

@@ -256,7 +256,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         }
         events.append(.completed(s.context, result))
         if state == .goingAway && streams.isEmpty {
-            loop.executeUnchecked { [weak self] in self?.transport?.close(error: nil) }
+            loop.executeUnchecked { [weak self] in self?.transport?.closeAfterFlush() }
         }
     }
 
@@ -358,7 +358,7 @@ extension HTTP2ClientConnection: TLSTransportDelegate {
         deliver()
         if n == 0 && nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
             // Both sides are done (GOAWAY exchanged, no streams): close cleanly.
-            loop.executeUnchecked { [weak self] in self?.transport?.close(error: nil) }
+            loop.executeUnchecked { [weak self] in self?.transport?.closeAfterFlush() }
         }
         return nil
     }

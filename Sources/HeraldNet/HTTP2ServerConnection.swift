@@ -187,7 +187,15 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         while !events.isEmpty {
             let batch = events
             events.removeAll(keepingCapacity: true)
-            for r in batch { delegate?.http2Server(self, received: r) }
+            for r in batch {
+                // A GOAWAY decided while handling an earlier request of this batch covers
+                // the later ones too: they are refused, never processed.
+                if let last = goAwayLastStreamID, r.streamID > last {
+                    refuse(streamID: r.streamID)
+                    continue
+                }
+                delegate?.http2Server(self, received: r)
+            }
         }
     }
 }
@@ -233,7 +241,7 @@ extension HTTP2ServerConnection: TLSTransportDelegate {
         if n < 0 { return .http2(String(cString: nghttp2_strerror(Int32(n)))) }
         if n > 0, let p { out.append(UnsafeRawBufferPointer(start: p, count: n)) }
         if n == 0 && nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
-            loop.executeUnchecked { [weak self] in self?.transport.close(error: nil) }
+            loop.executeUnchecked { [weak self] in self?.transport.closeAfterFlush() }
         }
         return nil
     }

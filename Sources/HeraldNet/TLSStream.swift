@@ -100,10 +100,10 @@ final class TLSStream {
     }
 
     /// Best-effort close_notify, then closes the socket.
-    func close() {
+    func close(sendCloseNotify: Bool = true) {
         guard !closed else { return }
         OpenSSLError.clearQueue()
-        _ = SSL_shutdown(ssl)
+        if sendCloseNotify { _ = SSL_shutdown(ssl) }
         OpenSSLError.clearQueue()
         closed = true
         Glibc.close(fd)

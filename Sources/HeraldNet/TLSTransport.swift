@@ -1,7 +1,9 @@
 import CSystem
 import Glibc
+import COpenSSL
 import Foundation
 import HeraldCore
+import HeraldCrypto
 
 /// What a `TLSTransport` reports to its owner. Called on the loop thread.
 protocol TLSTransportDelegate: AnyObject {
@@ -27,6 +29,9 @@ final class TLSTransport: FDHandler {
     private(set) var closed = false
     private var out = ByteBuffer(capacity: 1 << 17)
     private var watchingWrite = false
+    private var closeWhenFlushed = false
+    private var lingering = false
+    private var lingerTimer: LoopTimer?
     private var handshakeTimer: LoopTimer?
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let requireH2: Bool
@@ -59,6 +64,10 @@ final class TLSTransport: FDHandler {
 
     func handleEvents(_ events: UInt32) {
         guard !closed else { return }
+        if lingering {
+            discardInput()
+            return
+        }
         if !ready {
             stepHandshake()
             return
@@ -137,6 +146,7 @@ final class TLSTransport: FDHandler {
                 }
                 if out.isEmpty {
                     setWatchWrite(false)
+                    if closeWhenFlushed { linger() }
                     return
                 }
             }
@@ -158,16 +168,54 @@ final class TLSTransport: FDHandler {
         }
     }
 
+    /// Closes once everything produced so far has been written (a graceful end: the peer
+    /// gets every response before the connection goes).
+    func closeAfterFlush() {
+        guard !closed else { return }
+        closeWhenFlushed = true
+        flush()
+    }
+
+    /// Seconds a graceful close waits for the peer to close its side.
+    static let lingerSeconds = 5.0
+
+    /// A lingering close: send close_notify and FIN, then read and discard until the peer
+    /// closes (or a deadline). Closing with unread data would make the kernel send RST,
+    /// and a RST makes the peer drop what it has not read yet — our last responses and the
+    /// GOAWAY that says which streams to resend.
+    private func linger() {
+        guard !lingering, !closed else { return }
+        lingering = true
+        OpenSSLError.clearQueue()
+        _ = SSL_shutdown(stream.ssl)
+        OpenSSLError.clearQueue()
+        Glibc.shutdown(stream.fd, Int32(SHUT_WR))
+        lingerTimer = loop.schedule(after: Self.lingerSeconds) { [weak self] in self?.close(error: nil) }
+        discardInput()
+    }
+
+    private func discardInput() {
+        var buf = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let n = buf.withUnsafeMutableBytes { Glibc.read(stream.fd, $0.baseAddress, $0.count) }
+            if n > 0 { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
+            close(error: nil)
+            return
+        }
+    }
+
     /// Writes what is buffered (best effort), sends close_notify and closes. Idempotent.
     func close(error: NetError?) {
         guard !closed else { return }
         closed = true
         handshakeTimer?.cancel()
+        lingerTimer?.cancel()
         loop.unregister(fd: stream.fd)
-        if error == nil && ready && !out.isEmpty {
+        if error == nil && ready && !out.isEmpty && !lingering {
             _ = out.withReadable { stream.write($0) }
         }
-        stream.close()
+        stream.close(sendCloseNotify: !lingering)
         delegate?.transportClosed(self, error: error)
     }
 }

@@ -8,6 +8,7 @@ extension APNSClientPool: HTTP2ClientDelegate {
     func open(_ s: Slot) {
         s.reconnectTimer = nil
         s.confirmed = false
+        s.bearer = nil
         let c = HTTP2ClientConnection(
             loop: loop, target: config.target, tls: tls, serverName: config.serverName, config: config.http2)
         c.delegate = self
@@ -67,9 +68,11 @@ extension APNSClientPool: HTTP2ClientDelegate {
             if !r.tokenRefreshed, let jwt, let s {
                 r.tokenRefreshed = true
                 r.attempts -= 1
-                if jwt.expired(generation: s.tokenGeneration) {
+                if let g = s.bearer?.generation, jwt.expired(generation: g) {
                     logger.warning("apns.jwt_expired", ["pool": .string(config.name)])
                 }
+                // APNs refused this connection's token as too old: take the newest at once.
+                s.bearer = nil
                 queue.prepend(r)
             } else {
                 logger.error("apns.jwt_rejected", ["pool": .string(config.name), "reason": "ExpiredProviderToken", "hint": "check the system clock (NTP)"])

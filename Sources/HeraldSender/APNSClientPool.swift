@@ -44,7 +44,10 @@ public final class APNSClientPool: @unchecked Sendable {
         var inFlight = 0
         var failures = 0
         var reconnectTimer: LoopTimer?
-        var tokenGeneration = 0
+        /// The JWT this connection sends and since when (provider clock): it changes at
+        /// most once per 20 minutes per connection (reference §2.4).
+        var bearer: BearerToken?
+        var bearerSince = 0.0
         init(index: Int) { self.index = index }
     }
 
@@ -197,10 +200,7 @@ public final class APNSClientPool: @unchecked Sendable {
                     }
                     var fields = r.template.headers
                     fields.append(contentsOf: r.headers)
-                    if let bearer {
-                        fields.append("authorization", bearer.header)
-                        s.tokenGeneration = bearer.generation
-                    }
+                    if let bearer { fields.append("authorization", adopt(bearer, on: s).header) }
                     let req = HTTP2Request(method: r.template.method, path: r.path, headers: fields, body: r.template.body)
                     guard c.submit(req, context: r) != nil else {
                         queue.prepend(r)
@@ -221,6 +221,20 @@ public final class APNSClientPool: @unchecked Sendable {
             rr = (rr + 1) % max(1, slots.count)
         }
         for s in touched { s.connection?.flush() }
+    }
+
+    /// Apple refuses a token change on a connection within 20 minutes of the last one
+    /// (429 TooManyProviderTokenUpdates): a connection keeps its token until then.
+    static let minTokenSwitch = 20.0 * 60
+
+    func adopt(_ latest: BearerToken, on s: Slot) -> BearerToken {
+        let now = jwt?.clock.now() ?? 0
+        if let cur = s.bearer, cur.generation == latest.generation || now - s.bearerSince < Self.minTokenSwitch {
+            return cur
+        }
+        s.bearer = latest
+        s.bearerSince = now
+        return latest
     }
 
     /// Puts a request back for another attempt after a jittered backoff, or reports it

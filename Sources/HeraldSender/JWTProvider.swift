@@ -27,8 +27,13 @@ public struct BearerToken: Sendable, Equatable {
 }
 
 /// One cached JWT shared by every connection (reference §2.4, §8.2): re-signed when it is
-/// `refreshAfter` old (default 45 min: inside Apple's 20–60 min window, so no connection
-/// ever switches tokens twice within 20 min), or when APNs says it expired.
+/// `refreshAfter` old, or when APNs says it expired.
+///
+/// Why 30 minutes by default: Apple wants a token re-signed at least hourly and a
+/// connection's token changed at most once per 20 minutes. A connection adopts the current
+/// token when it opens and moves to a newer one only 20 minutes later (the pool enforces
+/// that). With tokens at most 30 minutes old when adopted, a connection uses a token at
+/// most 30 + 20 = 50 minutes old — ten minutes inside the hour.
 public final class JWTProvider: Sendable {
     public let credentials: APNSCredentials
     public let clock: WallClock
@@ -36,8 +41,8 @@ public final class JWTProvider: Sendable {
     private let state: Mutex<BearerToken?>
     private let logger: Logger
 
-    public init(credentials: APNSCredentials, clock: WallClock = SystemClock(), refreshAfter: Double = 45 * 60, logger: Logger) {
-        precondition(refreshAfter >= 20 * 60 && refreshAfter < 60 * 60, "Apple: re-sign between 20 and 60 minutes")
+    public init(credentials: APNSCredentials, clock: WallClock = SystemClock(), refreshAfter: Double = 30 * 60, logger: Logger) {
+        precondition(refreshAfter >= 20 * 60 && refreshAfter <= 40 * 60, "re-sign between 20 and 40 minutes (see the type's doc)")
         self.credentials = credentials
         self.clock = clock
         self.refreshAfter = refreshAfter

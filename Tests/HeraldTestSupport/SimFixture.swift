@@ -41,7 +41,7 @@ public final class SimFixture: @unchecked Sendable {
     }
 
     public func pool(
-        connections: Int = 1, clock: WallClock = SystemClock(), jwt: JWTProvider? = nil,
+        connections: Int = 1, clock: WallClock = SystemClock(), jwt: JWTProvider? = nil, withoutJWT: Bool = false,
         configure: (inout APNSPoolConfig) -> Void = { _ in }
     ) throws -> (APNSClientPool, JWTProvider) {
         var c = APNSPoolConfig(target: HostPort(host: "127.0.0.1", port: sim.address.port))
@@ -51,7 +51,7 @@ public final class SimFixture: @unchecked Sendable {
         c.reconnect = Backoff(base: 0.01, cap: 0.2)
         configure(&c)
         let provider = try jwt ?? JWTProvider(credentials: credentials(), clock: clock, logger: .discard)
-        return (try APNSClientPool(config: c, jwt: provider, logger: .discard, metrics: metrics), provider)
+        return (try APNSClientPool(config: c, jwt: withoutJWT ? nil : provider, logger: .discard, metrics: metrics), provider)
     }
 
     deinit {
