@@ -1,2 +1,0 @@
-/// The HeraldAPI module (placeholder until its first code lands).
-public enum HeraldAPIModule {}
