@@ -53,6 +53,13 @@ public protocol HeraldCommand: Sendable {
     /// Runs the verb. Throws `UsageError` (exit 2) or `CommandFailure` (exit 1); returns the
     /// exit code otherwise.
     static func run(_ args: inout Arguments, console: Console) throws -> Int32
+    /// Help for `herald <verb> <sub-verb> --help`; `subcommand` is the first positional
+    /// argument, if any. The default is `help`.
+    static func help(subcommand: String?) -> String
+}
+
+extension HeraldCommand {
+    public static func help(subcommand: String?) -> String { help }
 }
 
 /// Exit codes (design: 0 ok, 1 failure, 2 usage).
