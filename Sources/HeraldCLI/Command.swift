@@ -9,12 +9,13 @@ public final class Console: @unchecked Sendable {
     /// True when standard error is a terminal (live progress lines redraw in place).
     public let isTTY: Bool
 
-    public init(capture: Bool = false) {
+    /// `isTTY` overrides the terminal check (tests of redrawn progress lines).
+    public init(capture: Bool = false, isTTY: Bool? = nil) {
         if capture {
             out = []
             err = []
         }
-        isTTY = !capture && isatty(2) == 1
+        self.isTTY = isTTY ?? (!capture && isatty(2) == 1)
     }
 
     public func print(_ s: String = "") { write(s + "\n", toError: false) }

@@ -62,7 +62,7 @@ enum PublishWait {
 
     static func summary(_ e: JSON, seconds: Double) -> String {
         let state = e["state"]?.stringValue ?? "?"
-        var lines = ["event \(TextOutput.text(e["event_id"])) \(state) after \(TextOutput.duration(seconds))"]
+        var lines = ["event \(TextOutput.text(e["event_id"])) \(state)"]
         lines.append(
             TextOutput.fields([
                 ("sent", "\(TextOutput.count(e["sent"])) of \(TextOutput.count(e["targets"]))"),

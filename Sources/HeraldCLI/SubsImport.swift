@@ -94,7 +94,7 @@ enum SubsImport {
     static func progressText(_ totals: Totals, _ reader: TokenLines, _ meter: RateMeter) -> String {
         var s = "importing  \(TextOutput.count(totals.tokens)) tokens"
         if let size = reader.size, size > 0 {
-            s += " (\(min(100, reader.bytesRead * 100 / size))%)"
+            s += " (\(min(100, reader.position * 100 / size))%)"
         }
         if let rate = meter.perSecond { s += "  \(TextOutput.count(Int64(rate.rounded())))/s" }
         return s

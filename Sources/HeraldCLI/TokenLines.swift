@@ -7,7 +7,8 @@ final class TokenLines {
     let name: String
     /// The file's size when it is a regular file (for a percentage), else nil.
     let size: Int64?
-    private(set) var bytesRead: Int64 = 0
+    /// Bytes of the lines returned so far (for a percentage of `size`).
+    private(set) var position: Int64 = 0
     private(set) var lineNumber = 0
     private let handle: FileHandle
     private let ownsHandle: Bool
@@ -42,6 +43,7 @@ final class TokenLines {
         while true {
             if let nl = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = buffer[start..<nl]
+                position += Int64(nl + 1 - start)
                 start = nl + 1
                 lineNumber += 1
                 if let token = Self.token(line) { return (lineNumber, token) }
@@ -50,6 +52,7 @@ final class TokenLines {
             if atEnd {
                 guard start < buffer.count else { return nil }
                 let line = buffer[start...]
+                position += Int64(buffer.count - start)
                 start = buffer.count
                 lineNumber += 1
                 if let token = Self.token(line) { return (lineNumber, token) }
@@ -72,7 +75,6 @@ final class TokenLines {
             atEnd = true
             return
         }
-        bytesRead += Int64(chunk.count)
         buffer.append(contentsOf: chunk)
     }
 
