@@ -22,9 +22,9 @@ enum ChannelsCommand: HeraldCommand {
 
     static func create(_ args: inout Arguments, _ opts: AdminOptions, _ console: Console) throws -> Int32 {
         let bundle = try args.option("--bundle-id")
-        let mode = try choice(&args, "--mode", modes)
-        let env = try choice(&args, "--env", environments)
-        let storage = try choice(&args, "--storage", storagePolicies)
+        let mode = try args.choice("--mode", modes)
+        let env = try args.choice("--env", environments)
+        let storage = try args.choice("--storage", storagePolicies)
         let id = try args.positional("channel ID")
         try args.finish()
         guard let bundle, !bundle.isEmpty else { throw UsageError("--bundle-id is required (the app's bundle ID)") }
@@ -67,14 +67,5 @@ enum ChannelsCommand: HeraldCommand {
             console.print(ChannelFormat.fields(channel))
         }
         return ExitCode.ok
-    }
-
-    /// An option whose value must be one of `allowed`.
-    static func choice(_ args: inout Arguments, _ name: String, _ allowed: [String]) throws -> String? {
-        guard let v = try args.option(name) else { return nil }
-        guard allowed.contains(v) else {
-            throw UsageError("\(name) must be one of \(allowed.joined(separator: ", ")), got '\(v)'")
-        }
-        return v
     }
 }

@@ -19,7 +19,7 @@ enum KeysCommand: HeraldCommand {
     }
 
     static func create(_ args: inout Arguments, _ opts: AdminOptions, _ console: Console) throws -> Int32 {
-        let role = try ChannelsCommand.choice(&args, "--role", roles)
+        let role = try args.choice("--role", roles)
         let patterns = try args.options("--channels")
         let label = try args.option("--label")
         try args.finish()

@@ -10,7 +10,7 @@ enum PublishCommand: HeraldCommand {
         let opts = try AdminOptions.read(&args, jsonFlag: false)
         let file = try args.option("--file")
         let inline = try args.option("--json")
-        let priority = try ChannelsCommand.choice(&args, "--priority", ["5", "10"]).flatMap { Int64($0) }
+        let priority = try args.choice("--priority", ["5", "10"]).flatMap { Int64($0) }
         var expiration: Int64?
         if let e = try args.option("--expiration") {
             guard let v = Int64(e), v >= 0 else { throw UsageError("--expiration must be unix seconds (0: no storage), got '\(e)'") }

@@ -24,7 +24,7 @@ enum SubsCommand: HeraldCommand {
         var expiresAt: Int64?
 
         static func read(_ args: inout Arguments) throws -> Entry {
-            let kind = try ChannelsCommand.choice(&args, "--kind", kinds)
+            let kind = try args.choice("--kind", kinds)
             var expires: Int64?
             if let e = try args.option("--expires-at") {
                 guard let v = Int64(e), v > 0 else { throw UsageError("--expires-at must be unix seconds, got '\(e)'") }
