@@ -9,12 +9,13 @@ public final class Console: @unchecked Sendable {
     /// True when standard error is a terminal (live progress lines redraw in place).
     public let isTTY: Bool
 
-    public init(capture: Bool = false) {
+    /// `isTTY` overrides the terminal check (tests of redrawn progress lines).
+    public init(capture: Bool = false, isTTY: Bool? = nil) {
         if capture {
             out = []
             err = []
         }
-        isTTY = !capture && isatty(2) == 1
+        self.isTTY = isTTY ?? (!capture && isatty(2) == 1)
     }
 
     public func print(_ s: String = "") { write(s + "\n", toError: false) }
@@ -53,6 +54,13 @@ public protocol HeraldCommand: Sendable {
     /// Runs the verb. Throws `UsageError` (exit 2) or `CommandFailure` (exit 1); returns the
     /// exit code otherwise.
     static func run(_ args: inout Arguments, console: Console) throws -> Int32
+    /// Help for `herald <verb> <sub-verb> --help`; `subcommand` is the first positional
+    /// argument, if any. The default is `help`.
+    static func help(subcommand: String?) -> String
+}
+
+extension HeraldCommand {
+    public static func help(subcommand: String?) -> String { help }
 }
 
 /// Exit codes (design: 0 ok, 1 failure, 2 usage).

@@ -1,7 +1,12 @@
 extension HeraldCLI {
     /// Every verb, in the order `herald --help` lists them.
     public static let commands: [HeraldCommand.Type] = [
-        VersionCommand.self
+        ChannelsCommand.self,
+        KeysCommand.self,
+        SubsCommand.self,
+        PublishCommand.self,
+        APNSSimCommand.self,
+        VersionCommand.self,
     ]
 }
 

@@ -27,7 +27,8 @@ public enum HeraldCLI {
         }
         var args = Arguments(argv, environment: environment)
         if args.wantsHelp {
-            console.print(command.help)
+            var peek = args
+            console.print(command.help(subcommand: peek.nextPositional()))
             return ExitCode.ok
         }
         do {
