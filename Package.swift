@@ -42,7 +42,7 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HeraldCLI",
-            dependencies: ["HeraldAPI", "HeraldSimulator", "HeraldFanout", "HeraldStore", "HeraldSender"],
+            dependencies: ["HeraldAPI", "HeraldSimulator", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldHTTPServer"],
             swiftSettings: strict),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"], swiftSettings: strict),
 
@@ -54,7 +54,7 @@ let package = Package(
         .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: strict),
         .testTarget(name: "HeraldNetTests", dependencies: ["HeraldNet"], swiftSettings: strict),
         .target(
-            name: "HeraldTestSupport", dependencies: ["HeraldSender", "HeraldSimulator", "HeraldStore"],
+            name: "HeraldTestSupport", dependencies: ["HeraldSender", "HeraldSimulator", "HeraldStore", "HeraldFanout"],
             path: "Tests/HeraldTestSupport", swiftSettings: strict),
         .testTarget(
             name: "HeraldSenderTests", dependencies: ["HeraldSender", "HeraldSimulator", "HeraldTestSupport"],

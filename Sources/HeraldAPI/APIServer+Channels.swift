@@ -26,7 +26,7 @@ extension APIServer {
         if try store.channel(id: id) != nil { throw StoreError.channelExists(id) }
         var apnsID: String?
         if mode.usesBroadcast {
-            guard let manager = channelManager else {
+            guard let manager = channelManagers(env) else {
                 throw APIError(503, "unavailable", "broadcast channels need APNs channel management, which is not configured")
             }
             do {
@@ -46,7 +46,7 @@ extension APIServer {
         do {
             ch = try store.createChannel(id: id, bundleID: bundle, mode: mode, environment: env, storagePolicy: storage, apnsChannelID: apnsID)
         } catch {
-            if let apnsID { try? channelManager?.delete(bundleID: bundle, channelID: apnsID) }
+            if let apnsID { try? channelManagers(env)?.delete(bundleID: bundle, channelID: apnsID) }
             throw error
         }
         logger.info("api.channel_created", ["channel": .string(id), "mode": .string(mode.rawValue), "environment": .string(env.rawValue), "apns_channel_id": apnsID.map { .string($0) } ?? .null])
@@ -69,7 +69,7 @@ extension APIServer {
     func closeChannel(_ id: String) throws -> HTTPResponse {
         let (ch, stopped) = try store.closeChannel(id: id)
         engine.notifyClosed(channelID: id)
-        if let apnsID = ch.apnsChannelID, let manager = channelManager {
+        if let apnsID = ch.apnsChannelID, let manager = channelManagers(ch.environment) {
             do {
                 try manager.delete(bundleID: ch.bundleID, channelID: apnsID)
             } catch {

@@ -41,22 +41,22 @@ public final class APIServer: HTTPHandler {
     public let config: APIConfig
     let store: Store
     let engine: FanoutEngine
-    let channelManager: APNSChannelManager?
+    let channelManagers: @Sendable (APNSEnvironment) -> APNSChannelManager?
     let metrics: MetricsRegistry
     let logger: Logger
     let adminTokenHash: [UInt8]?
     let duration: Histogram
 
-    /// `channelManager` nil: broadcast and hybrid channels cannot be created (no APNs
-    /// management connection configured).
+    /// `channelManagers` gives APNs channel management per environment; nil: broadcast and
+    /// hybrid channels cannot be created there.
     public init(
-        config: APIConfig, store: Store, engine: FanoutEngine, channelManager: APNSChannelManager?,
-        metrics: MetricsRegistry, logger: Logger
+        config: APIConfig, store: Store, engine: FanoutEngine,
+        channelManagers: @escaping @Sendable (APNSEnvironment) -> APNSChannelManager?, metrics: MetricsRegistry, logger: Logger
     ) {
         self.config = config
         self.store = store
         self.engine = engine
-        self.channelManager = channelManager
+        self.channelManagers = channelManagers
         self.metrics = metrics
         self.logger = logger.with(subsystem: "api")
         adminTokenHash = config.adminToken.map { Digest.sha256(Array($0.value.utf8)) }

@@ -1,6 +1,8 @@
 extension HeraldCLI {
     /// Every verb, in the order `herald --help` lists them.
     public static let commands: [HeraldCommand.Type] = [
+        ServeCommand.self,
+        MigrateCommand.self,
         ChannelsCommand.self,
         KeysCommand.self,
         SubsCommand.self,

@@ -172,7 +172,7 @@ extension FanoutEngine {
             let req = APNSRequest(
                 path: APNSRequests.tokenPath(Hex.encode(token)), headers: h, template: template,
                 context: CatchUp(channelNum: ch.num, token: token))
-            if pendingCatchUps.count < 100_000 { pendingCatchUps.append(req) }
+            if pendingCatchUps.count < 100_000 { pendingCatchUps.append((req, ch.environment)) }
         } catch {
             logger.warning("fanout.catchup_failed", ["channel": .string(channelID), "error": .string("\(error)")])
         }
@@ -180,13 +180,14 @@ extension FanoutEngine {
 
     func flushCatchUps() -> Bool {
         guard !pendingCatchUps.isEmpty else { return false }
-        let batch = pendingCatchUps
-        if tokens.trySubmit(batch) {
-            pendingCatchUps.removeAll()
-            metrics.catchUps.inc(UInt64(batch.count))
-            return true
+        let waiting = pendingCatchUps
+        pendingCatchUps.removeAll()
+        var sent = 0
+        for (r, env) in waiting {
+            if transports.tokens(env).trySubmit([r]) { sent += 1 } else { pendingCatchUps.append((r, env)) }
         }
-        return false
+        metrics.catchUps.inc(UInt64(sent))
+        return sent > 0
     }
 
     private func catchUpResult(_ c: CatchUp, _ result: APNSResult) {

@@ -141,7 +141,7 @@ extension FanoutEngine {
     }
 
     private func submitBroadcast(_ run: EventRun, _ ch: ChannelRun) {
-        guard let transport = broadcast, let channelID = ch.channel.apnsChannelID else {
+        guard let transport = transports.broadcast(ch.channel.environment), let channelID = ch.channel.apnsChannelID else {
             run.broadcastPending = false
             try? store.setBroadcastState(eventID: run.record.id, state: "failed", reason: "no broadcast connection configured")
             return
@@ -160,14 +160,15 @@ extension FanoutEngine {
         let template = APNSTemplate(headers: HeaderList(), body: HTTP2Body(run.record.payload), sink: self)
         let req = APNSRequest(path: APNSRequests.broadcastPath(bundleID: ch.channel.bundleID), headers: fields, template: template, context: run)
         if !transport.trySubmit([req]) {
-            // Full: the request waits in this run until the next step.
-            pendingBroadcasts.append(req)
+            // Full: the request waits until the next round.
+            pendingBroadcasts.append((req, ch.channel.environment))
         }
     }
 
     /// Reads the next batch of tokens and hands it to the sender. False when nothing moved
     /// (sender full, in-flight limit reached, or scan done).
     private func sendNextBatch(_ run: EventRun, _ ch: ChannelRun) -> Bool {
+        let tokens = transports.tokens(ch.channel.environment)
         if let b = run.unsubmitted {
             guard tokens.trySubmit(b.requests) else { return false }
             run.unsubmitted = nil
@@ -272,10 +273,10 @@ extension FanoutEngine {
                 }
             }
         }
-        if !pendingBroadcasts.isEmpty, let transport = broadcast {
+        if !pendingBroadcasts.isEmpty {
             let waiting = pendingBroadcasts
             pendingBroadcasts.removeAll()
-            for r in waiting where !transport.trySubmit([r]) { pendingBroadcasts.append(r) }
+            for (r, env) in waiting where transports.broadcast(env)?.trySubmit([r]) == false { pendingBroadcasts.append((r, env)) }
         }
         if now - lastSweep >= config.sweepInterval {
             lastSweep = now

@@ -16,8 +16,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     // the scheduler thread.
     public let store: Store
     public let config: FanoutConfig
-    let tokens: PushTransport
-    let broadcast: PushTransport?
+    let transports: PushTransports
     let logger: Logger
     let metrics: FanoutMetrics
     let clock: WallClock
@@ -33,8 +32,8 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     var order: [Int64] = []
     var rr = 0
     var scanner: SubscriptionScanner?
-    var pendingCatchUps: [APNSRequest] = []
-    var pendingBroadcasts: [APNSRequest] = []
+    var pendingCatchUps: [(APNSRequest, APNSEnvironment)] = []
+    var pendingBroadcasts: [(APNSRequest, APNSEnvironment)] = []
     var lastSweep = 0.0
     var random = FastRandom()
 
@@ -55,15 +54,13 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         }
     }
 
-    /// `tokens` sends token pushes; `broadcast` sends broadcast pushes (nil: broadcast
-    /// events fail with a configuration reason).
+    /// `transports` gives the sender for each environment and kind of push.
     public init(
-        store: Store, tokens: PushTransport, broadcast: PushTransport?, config: FanoutConfig = FanoutConfig(),
-        logger: Logger, metrics: MetricsRegistry
+        store: Store, transports: PushTransports, config: FanoutConfig = FanoutConfig(), logger: Logger,
+        metrics: MetricsRegistry
     ) {
         self.store = store
-        self.tokens = tokens
-        self.broadcast = broadcast
+        self.transports = transports
         self.config = config
         self.logger = logger.with(subsystem: "fanout")
         self.metrics = FanoutMetrics(metrics)

@@ -32,7 +32,9 @@ public final class FanoutFixture: @unchecked Sendable {
         var fc = FanoutConfig()
         fc.checkpointInterval = 0.05
         fanout(&fc)
-        engine = FanoutEngine(store: store, tokens: pool, broadcast: broadcastPool, config: fc, logger: .discard, metrics: metrics)
+        engine = FanoutEngine(
+            store: store, transports: SharedTransports(tokens: pool, broadcast: broadcastPool), config: fc, logger: .discard,
+            metrics: metrics)
         engine.start()
     }
 

@@ -1,0 +1,172 @@
+import Foundation
+import HeraldAPI
+import HeraldAPNS
+import HeraldCore
+import HeraldCrypto
+import HeraldFanout
+import HeraldHTTPServer
+import HeraldNet
+import HeraldSQL
+import HeraldSender
+import HeraldStore
+
+/// A running Herald: store, pools, scheduler and API, started in dependency order and
+/// stopped in reverse. Used by `herald serve` and `herald demo`.
+final class HeraldService: Sendable {
+    let store: Store
+    let pools: APNSPools?
+    let engine: FanoutEngine
+    let api: HTTPServer
+    let metricsServer: HTTPServer?
+    let logger: Logger
+    let adminToken: String
+
+    /// Starts everything; throws `CommandFailure` with what went wrong.
+    init(_ s: ServeSettings, logger: Logger, console: Console) throws {
+        self.logger = logger
+        let metrics = MetricsRegistry()
+        var dbOptions = DatabaseOptions()
+        dbOptions.synchronous = s.syncFull ? .full : .normal
+        do {
+            store = try Store(path: s.db, options: dbOptions)
+        } catch let e as StoreError {
+            throw CommandFailure(e.description)
+        } catch {
+            throw CommandFailure("cannot open the database \(s.db): \(error)")
+        }
+        store.db.registerMetrics(in: metrics)
+        adminToken = try Self.adminToken(s, console: console, logger: logger)
+        let jwt = try Self.jwtProvider(s, logger: logger)
+        if let jwt {
+            var a = APNSSettings()
+            a.tokenHost = s.apnsHost
+            a.broadcastHost = s.apnsBroadcastHost
+            a.managementHost = s.apnsManagementHost ?? s.apnsHost
+            a.caFile = s.apnsCAFile
+            a.connections = s.apnsConnections
+            pools = APNSPools(settings: a, jwt: jwt, logger: logger.with(subsystem: "sender"), metrics: metrics)
+        } else {
+            pools = nil
+            logger.warning("herald.no_apns_credentials", ["hint": "set HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID and HERALD_APNS_TEAM_ID; pushes fail until then"])
+        }
+        let transports: PushTransports = pools.map { PoolTransports(pools: $0) } ?? NoAPNSTransports()
+        engine = FanoutEngine(store: store, transports: transports, logger: logger, metrics: metrics)
+        var apiConfig = APIConfig()
+        apiConfig.http.host = s.listen.host
+        apiConfig.http.port = UInt16(s.listen.port)
+        apiConfig.http.threads = s.httpThreads
+        apiConfig.http.maxConnections = max(s.httpMaxConnections, s.httpThreads)
+        apiConfig.http.connectionTimeoutSeconds = s.httpTimeout
+        apiConfig.adminToken = Redacted(adminToken)
+        let pools = self.pools
+        let handler = APIServer(
+            config: apiConfig, store: store, engine: engine, channelManagers: { env in pools?.channelManager(env) },
+            metrics: metrics, logger: logger)
+        Self.processMetrics(metrics)
+        do {
+            api = try HTTPServer(config: apiConfig.http, logger: logger.with(subsystem: "http"), handler: handler)
+            api.registerMetrics(in: metrics, listener: "api")
+            if let m = s.metricsListen {
+                var mc = HTTPServerConfig(host: m.host, port: UInt16(m.port), threads: 1, maxConnections: 64)
+                mc.maxBodyBytes = 1024
+                let onlyHealth = HTTPHandlerFunction { req in
+                    ["/metrics", "/healthz", "/readyz"].contains(req.path)
+                        ? handler.handle(req) : .error(404, code: "not_found", message: "this listener serves /metrics, /healthz and /readyz")
+                }
+                metricsServer = try HTTPServer(config: mc, logger: logger.with(subsystem: "http"), handler: onlyHealth)
+            } else {
+                metricsServer = nil
+            }
+        } catch {
+            engine.stop()
+            pools?.shutdown()
+            store.close()
+            throw CommandFailure("cannot listen: \(error)")
+        }
+        engine.start()
+        do {
+            try api.start()
+            try metricsServer?.start()
+        } catch {
+            stop()
+            throw CommandFailure("cannot start the API: \(error)")
+        }
+        logger.info(
+            "herald.started",
+            ["api": .string("http://\(HostPort(host: api.boundAddress, port: Int(api.port)))"), "metrics": metricsServer.map { .string("http://\(HostPort(host: $0.boundAddress, port: Int($0.port)))") } ?? .null,
+             "db": .string(s.db), "apns": .string(jwt == nil ? "not configured" : (s.apnsHost?.description ?? "Apple"))])
+    }
+
+    /// Stops taking requests, then the scheduler (events in flight stay `sending` and
+    /// resume on the next start), the connections and the database.
+    func stop() {
+        api.stop()
+        metricsServer?.stop()
+        engine.stop()
+        pools?.shutdown()
+        store.close()
+        logger.info("herald.stopped")
+    }
+
+    static func jwtProvider(_ s: ServeSettings, logger: Logger) throws -> JWTProvider? {
+        guard let file = s.apnsKeyFile, let kid = s.apnsKeyID, let team = s.apnsTeamID else { return nil }
+        let key: P256PrivateKey
+        do {
+            key = try P256PrivateKey(contentsOfFile: file)
+        } catch {
+            throw CommandFailure("cannot use the APNs key \(file): \(error)")
+        }
+        if kid.count != 10 || team.count != 10 {
+            logger.warning("herald.apns_ids_unusual", ["hint": "Apple's Key ID and Team ID are 10 characters each"])
+        }
+        let jwt = JWTProvider(credentials: APNSCredentials(keyID: kid, teamID: team, key: key), logger: logger.with(subsystem: "sender"))
+        do {
+            _ = try jwt.current()
+        } catch {
+            throw CommandFailure("the APNs key \(file) cannot sign: \(error)")
+        }
+        return jwt
+    }
+
+    /// The admin token: given, or read from its file, or made now and written there (0600).
+    static func adminToken(_ s: ServeSettings, console: Console, logger: Logger) throws -> String {
+        if let t = s.adminToken, !t.isEmpty { return t }
+        if FileManager.default.fileExists(atPath: s.adminTokenFile) {
+            do {
+                let t = try SecretFile.read(s.adminTokenFile).trimmingCharacters(in: .whitespacesAndNewlines)
+                if !t.isEmpty { return t }
+            } catch {
+                throw CommandFailure("cannot read the admin token file \(s.adminTokenFile): \(error)")
+            }
+        }
+        let token = "hk_admin_" + SecureRandom.token(bytes: 32)
+        do {
+            try SecretFile.write(token + "\n", to: s.adminTokenFile)
+        } catch {
+            throw CommandFailure("cannot write the admin token file \(s.adminTokenFile): \(error)")
+        }
+        logger.info("herald.admin_token_created", ["file": .string(s.adminTokenFile)])
+        console.error("herald: a new admin token was written to \(s.adminTokenFile) (mode 0600); the CLI reads it from there")
+        return token
+    }
+
+    /// Process figures (Prometheus' conventional names).
+    static func processMetrics(_ m: MetricsRegistry) {
+        let start = SystemClock().now()
+        m.sampledGauge("process_start_time_seconds", help: "Start time of the process since the epoch.") { start }
+        m.sampledGauge("process_resident_memory_bytes", help: "Resident memory size in bytes.") {
+            guard let s = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+                let pages = s.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+            else { return 0 }
+            return pages * Double(sysconf(Int32(_SC_PAGESIZE)))
+        }
+        m.sampledCounter("process_cpu_seconds_total", help: "User and system CPU time spent in seconds.") {
+            var ru = rusage()
+            getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &ru)
+            return Double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + Double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6
+        }
+        m.sampledGauge("process_open_fds", help: "Number of open file descriptors.") {
+            Double((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0)
+        }
+    }
+}

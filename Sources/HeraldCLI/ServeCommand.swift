@@ -1,0 +1,78 @@
+import Foundation
+import HeraldCore
+import HeraldCrypto
+import HeraldStore
+
+/// `herald serve`: runs the service until SIGINT/SIGTERM.
+enum ServeCommand: HeraldCommand {
+    static let name = "serve"
+    static let summary = "run the service: HTTP API, fan-out scheduler, APNs connections"
+    static var help: String { ServeSettings.helpText }
+
+    static func run(_ args: inout Arguments, console: Console) throws -> Int32 {
+        let settings = try ServeSettings.read(&args)
+        try args.finish()
+        let logger = Logger(subsystem: "herald", sink: .standardError(level: settings.logLevel))
+        if settings.checkConfig { return try checkConfig(settings, console: console, logger: logger) }
+        SignalWait.blockTerminationSignals()
+        let service = try HeraldService(settings, logger: logger, console: console)
+        let signal = SignalWait.waitForTermination()
+        logger.info("herald.stopping", ["signal": .string(signal == SIGINT ? "SIGINT" : "SIGTERM")])
+        service.stop()
+        return ExitCode.ok
+    }
+
+    /// Validates without serving: the key signs, files are readable, the database opens
+    /// and migrates (a copy is not made: migration is what `serve` would do anyway).
+    static func checkConfig(_ s: ServeSettings, console: Console, logger: Logger) throws -> Int32 {
+        var problems: [String] = []
+        if s.apnsKeyFile != nil {
+            do { _ = try HeraldService.jwtProvider(s, logger: .discard) } catch { problems.append("\(error)") }
+        } else {
+            problems.append("no APNs credentials (HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID, HERALD_APNS_TEAM_ID): pushes would fail")
+        }
+        if let ca = s.apnsCAFile, !FileManager.default.isReadableFile(atPath: ca) { problems.append("cannot read --apns-ca-file \(ca)") }
+        do {
+            let store = try Store(path: s.db)
+            store.close()
+        } catch {
+            problems.append("database \(s.db): \(error)")
+        }
+        if problems.isEmpty {
+            console.print("configuration ok: API on \(s.listen), database \(s.db), APNs \(s.apnsHost?.description ?? "Apple")")
+            return ExitCode.ok
+        }
+        for p in problems { console.error("herald serve --check-config: \(p)") }
+        return ExitCode.failure
+    }
+}
+
+/// `herald migrate`: applies the embedded migrations to a database.
+enum MigrateCommand: HeraldCommand {
+    static let name = "migrate"
+    static let summary = "apply the schema migrations to a database"
+    static let help = """
+        Usage: herald migrate [--db PATH]
+
+        Applies Migrations/*.sql (built into herald) that the database lacks, in order,
+        each in its own transaction; `serve` does the same on start. A database newer than
+        this herald is refused.
+
+          --db PATH    the database (env HERALD_DB, default ./herald.db)
+        """
+
+    static func run(_ args: inout Arguments, console: Console) throws -> Int32 {
+        let db = try args.option("--db", env: "HERALD_DB", default: "./herald.db")
+        try args.finish()
+        do {
+            let applied = try Store.migrate(path: db)
+            let all = Store.migrations.map(\.version)
+            console.print(applied.isEmpty
+                ? "\(db): up to date (schema \(all.max() ?? 0))"
+                : "\(db): applied \(applied.map(String.init).joined(separator: ", ")) (schema \(all.max() ?? 0))")
+            return ExitCode.ok
+        } catch {
+            throw CommandFailure("\(db): \(error)")
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import HeraldCore
+import HeraldNet
+
+/// One `herald serve` setting: its flag, environment variable, default and meaning. The
+/// table drives parsing, `--help`, and the configuration reference in docs/operations.md
+/// (a test checks the document lists every one).
+struct ServeOption: Sendable {
+    let flag: String
+    let env: String
+    let defaultValue: String?
+    let help: String
+}
+
+/// The settings of `herald serve`, read from flags and environment variables.
+struct ServeSettings: Sendable {
+    static let options: [ServeOption] = [
+        ServeOption(flag: "--listen", env: "HERALD_LISTEN", defaultValue: "127.0.0.1:8080", help: "address of the HTTP API"),
+        ServeOption(flag: "--metrics-listen", env: "HERALD_METRICS_LISTEN", defaultValue: nil, help: "extra address serving only /metrics, /healthz and /readyz (a private network)"),
+        ServeOption(flag: "--db", env: "HERALD_DB", defaultValue: "./herald.db", help: "SQLite database file (created and migrated on start)"),
+        ServeOption(flag: "--db-sync", env: "HERALD_DB_SYNC", defaultValue: "full", help: "full: every commit fsynced (survives power loss); normal: survives a process crash only"),
+        ServeOption(flag: "--admin-token", env: "HERALD_ADMIN_TOKEN", defaultValue: nil, help: "the admin bearer token; when absent one is made and written to --admin-token-file"),
+        ServeOption(flag: "--admin-token-file", env: "HERALD_ADMIN_TOKEN_FILE", defaultValue: "<db>.admin-token", help: "where the generated admin token is kept (mode 0600)"),
+        ServeOption(flag: "--apns-key-file", env: "HERALD_APNS_KEY_FILE", defaultValue: nil, help: "the .p8 signing key from Apple (never logged)"),
+        ServeOption(flag: "--apns-key-id", env: "HERALD_APNS_KEY_ID", defaultValue: nil, help: "the key's 10-character Key ID"),
+        ServeOption(flag: "--apns-team-id", env: "HERALD_APNS_TEAM_ID", defaultValue: nil, help: "your 10-character Team ID"),
+        ServeOption(flag: "--apns-host", env: "HERALD_APNS_HOST", defaultValue: nil, help: "token-push host:port for both environments (default: Apple's, by the channel's environment; the simulator: 127.0.0.1:2197)"),
+        ServeOption(flag: "--apns-broadcast-host", env: "HERALD_APNS_BROADCAST_HOST", defaultValue: nil, help: "broadcast host:port (default: the token host)"),
+        ServeOption(flag: "--apns-management-host", env: "HERALD_APNS_MANAGEMENT_HOST", defaultValue: nil, help: "channel-management host:port (default: Apple's, ports 2195/2196; with --apns-host, that host)"),
+        ServeOption(flag: "--apns-ca-file", env: "HERALD_APNS_CA_FILE", defaultValue: nil, help: "PEM file of roots to trust for APNs (the simulator's certificate); default: the system store"),
+        ServeOption(flag: "--apns-connections", env: "HERALD_APNS_CONNECTIONS", defaultValue: "4", help: "token-push connections per environment"),
+        ServeOption(flag: "--http-threads", env: "HERALD_HTTP_THREADS", defaultValue: "4", help: "API worker threads"),
+        ServeOption(flag: "--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", defaultValue: "1024", help: "open API connections at most"),
+        ServeOption(flag: "--http-timeout", env: "HERALD_HTTP_TIMEOUT", defaultValue: "30", help: "seconds an idle or stalled API connection is kept"),
+        ServeOption(flag: "--log-level", env: "HERALD_LOG_LEVEL", defaultValue: "info", help: "debug, info, warning or error (JSON lines on stderr)"),
+    ]
+
+    var listen = HostPort(host: "127.0.0.1", port: 8080)
+    var metricsListen: HostPort?
+    var db = "./herald.db"
+    var syncFull = true
+    var adminToken: String?
+    var adminTokenFile = ""
+    var apnsKeyFile: String?
+    var apnsKeyID: String?
+    var apnsTeamID: String?
+    var apnsHost: HostPort?
+    var apnsBroadcastHost: HostPort?
+    var apnsManagementHost: HostPort?
+    var apnsCAFile: String?
+    var apnsConnections = 4
+    var httpThreads = 4
+    var httpMaxConnections = 1024
+    var httpTimeout = 30
+    var logLevel = LogLevel.info
+    var checkConfig = false
+
+    static func read(_ args: inout Arguments) throws -> ServeSettings {
+        var s = ServeSettings()
+        func hostPort(_ flag: String, _ env: String) throws -> HostPort? {
+            guard let v = try args.option(flag, env: env) else { return nil }
+            guard let hp = HostPort(parsing: v), hp.port > 0 else { throw UsageError("\(flag) must be HOST:PORT, got '\(v)'") }
+            return hp
+        }
+        if let l = try hostPort("--listen", "HERALD_LISTEN") { s.listen = l }
+        s.metricsListen = try hostPort("--metrics-listen", "HERALD_METRICS_LISTEN")
+        s.db = try args.option("--db", env: "HERALD_DB", default: s.db)
+        let sync = try args.option("--db-sync", env: "HERALD_DB_SYNC", default: "full")
+        guard sync == "full" || sync == "normal" else { throw UsageError("--db-sync must be full or normal, got '\(sync)'") }
+        s.syncFull = sync == "full"
+        s.adminToken = try args.option("--admin-token", env: "HERALD_ADMIN_TOKEN")
+        s.adminTokenFile = try args.option("--admin-token-file", env: "HERALD_ADMIN_TOKEN_FILE") ?? s.db + ".admin-token"
+        s.apnsKeyFile = try args.option("--apns-key-file", env: "HERALD_APNS_KEY_FILE")
+        s.apnsKeyID = try args.option("--apns-key-id", env: "HERALD_APNS_KEY_ID")
+        s.apnsTeamID = try args.option("--apns-team-id", env: "HERALD_APNS_TEAM_ID")
+        s.apnsHost = try hostPort("--apns-host", "HERALD_APNS_HOST")
+        s.apnsBroadcastHost = try hostPort("--apns-broadcast-host", "HERALD_APNS_BROADCAST_HOST")
+        s.apnsManagementHost = try hostPort("--apns-management-host", "HERALD_APNS_MANAGEMENT_HOST")
+        s.apnsCAFile = try args.option("--apns-ca-file", env: "HERALD_APNS_CA_FILE")
+        s.apnsConnections = try args.intOption("--apns-connections", env: "HERALD_APNS_CONNECTIONS", range: 1...64) ?? 4
+        s.httpThreads = try args.intOption("--http-threads", env: "HERALD_HTTP_THREADS", range: 1...256) ?? 4
+        s.httpMaxConnections = try args.intOption("--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", range: 1...100_000) ?? 1024
+        s.httpTimeout = try args.intOption("--http-timeout", env: "HERALD_HTTP_TIMEOUT", range: 1...3600) ?? 30
+        let level = try args.option("--log-level", env: "HERALD_LOG_LEVEL", default: "info")
+        guard let l = LogLevel(name: level) else { throw UsageError("--log-level must be debug, info, warning or error") }
+        s.logLevel = l
+        s.checkConfig = args.flag("--check-config")
+        let keyParts = [s.apnsKeyFile, s.apnsKeyID, s.apnsTeamID].filter { $0 != nil }.count
+        if keyParts != 0 && keyParts != 3 {
+            throw UsageError("APNs credentials need all three of --apns-key-file, --apns-key-id and --apns-team-id (or HERALD_APNS_KEY_FILE, _KEY_ID, _TEAM_ID)")
+        }
+        return s
+    }
+
+    static var helpText: String {
+        let rows = options.map { o in
+            "  \(o.flag) VALUE".padding(toLength: 30, withPad: " ", startingAt: 0) + o.help
+                + "\n" + String(repeating: " ", count: 30) + "env \(o.env)" + (o.defaultValue.map { ", default \($0)" } ?? "")
+        }
+        return """
+            Usage: herald serve [options]
+
+            Runs Herald: the HTTP API, the fan-out scheduler and the APNs connections. Stops
+            cleanly on SIGINT or SIGTERM (events in flight resume on the next start).
+
+            Options (each also read from its environment variable; the flag wins):
+            \(rows.joined(separator: "\n"))
+              --check-config              validate the configuration (key, files, addresses,
+                                          database) and exit: 0 valid, 1 not
+
+            Without APNs credentials the API works and every push fails with
+            MissingProviderToken. For a local APNs, run 'herald apns-sim' and use the
+            variables it prints.
+
+            Example:
+              HERALD_APNS_KEY_FILE=AuthKey_ABC123DEFG.p8 HERALD_APNS_KEY_ID=ABC123DEFG \\
+              HERALD_APNS_TEAM_ID=DEF123GHIJ herald serve --listen 127.0.0.1:8080
+            """
+    }
+}
