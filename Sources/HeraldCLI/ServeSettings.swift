@@ -57,13 +57,16 @@ struct ServeSettings: Sendable {
 
     static func read(_ args: inout Arguments) throws -> ServeSettings {
         var s = ServeSettings()
-        func hostPort(_ flag: String, _ env: String) throws -> HostPort? {
+        func hostPort(_ flag: String, _ env: String, listening: Bool = false) throws -> HostPort? {
             guard let v = try args.option(flag, env: env) else { return nil }
-            guard let hp = HostPort(parsing: v), hp.port > 0 else { throw UsageError("\(flag) must be HOST:PORT, got '\(v)'") }
+            // Port 0 asks the kernel for a free port (the log line `herald.started` says which).
+            guard let hp = HostPort(parsing: v), hp.port > 0 || listening else {
+                throw UsageError("\(flag) must be HOST:PORT, got '\(v)'")
+            }
             return hp
         }
-        if let l = try hostPort("--listen", "HERALD_LISTEN") { s.listen = l }
-        s.metricsListen = try hostPort("--metrics-listen", "HERALD_METRICS_LISTEN")
+        if let l = try hostPort("--listen", "HERALD_LISTEN", listening: true) { s.listen = l }
+        s.metricsListen = try hostPort("--metrics-listen", "HERALD_METRICS_LISTEN", listening: true)
         s.db = try args.option("--db", env: "HERALD_DB", default: s.db)
         let sync = try args.option("--db-sync", env: "HERALD_DB_SYNC", default: "full")
         guard sync == "full" || sync == "normal" else { throw UsageError("--db-sync must be full or normal, got '\(sync)'") }
