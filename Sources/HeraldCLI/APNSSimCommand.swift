@@ -14,6 +14,7 @@ enum APNSSimCommand: HeraldCommand {
         var control: HostPort? = HostPort(host: "127.0.0.1", port: 2198)
         var directory = "./apns-sim"
         var maxStreams: UInt32 = 1000
+        var streamsBeforeAuth: UInt32 = 1
         var threads = 1
         var faults = SimulatorFaults()
         var ledger = true
@@ -34,6 +35,7 @@ enum APNSSimCommand: HeraldCommand {
             }
             s.directory = try args.option("--dir", env: "HERALD_SIM_DIR", default: s.directory)
             s.maxStreams = UInt32(try args.intOption("--max-streams", range: 1...1_000_000) ?? 1000)
+            s.streamsBeforeAuth = UInt32(try args.intOption("--streams-before-auth", range: 1...1_000_000) ?? 1)
             s.threads = try args.intOption("--threads", range: 1...64) ?? 1
             if let spec = try args.option("--faults", env: "HERALD_SIM_FAULTS") {
                 switch SimulatorFaults.parse(spec) {
@@ -93,6 +95,7 @@ enum APNSSimCommand: HeraldCommand {
         config.listen = s.listen
         config.control = s.control
         config.maxConcurrentStreams = s.maxStreams
+        config.streamsBeforeAuth = s.streamsBeforeAuth
         config.threads = s.threads
         config.faults = s.faults
         config.recordLedger = s.ledger

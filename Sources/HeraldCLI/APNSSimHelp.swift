@@ -16,6 +16,8 @@ extension APNSSimCommand {
                               (env HERALD_SIM_CONTROL, default 127.0.0.1:2198)
           --dir DIR           where the certificate, key and .p8 live (env HERALD_SIM_DIR, default ./apns-sim)
           --max-streams N     SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authorised (default 1000)
+          --streams-before-auth N  the limit before a connection has sent a valid JWT (default 1, as
+                              APNs; load generators such as h2load need --max-streams here)
           --threads N         event-loop threads (default 1)
           --faults SPEC       injected faults (env HERALD_SIM_FAULTS, default none), comma-separated:
                               500=0.05 (status=probability), latency-ms=5, goaway-after=1000,

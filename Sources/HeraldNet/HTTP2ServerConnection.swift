@@ -67,7 +67,6 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
     var streams: [Int32: ServerStream] = [:]
     var events: [HTTP2ServerRequest] = []
     private var delivering = false
-    private var paused = false
 
     final class ServerStream {
         var request: HTTP2ServerRequest
@@ -153,9 +152,9 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         transport.close(error: nil)
     }
 
-    /// Stops reading from the peer (a "slow reader" fault) or resumes.
-    public func setReadPaused(_ on: Bool) {
-        paused = on
+    /// Stops reading from the peer for `seconds` (a "slow reader" fault). Loop thread only.
+    public func pauseReading(for seconds: Double) {
+        transport.pauseReading(for: seconds)
     }
 
     private var flushScheduled = false

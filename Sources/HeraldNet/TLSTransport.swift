@@ -31,6 +31,7 @@ final class TLSTransport: FDHandler {
     private var watchingWrite = false
     private var closeWhenFlushed = false
     private var lingering = false
+    private var readPausedUntil: LoopTimer?
     private var lingerTimer: LoopTimer?
     private var handshakeTimer: LoopTimer?
     private let readBuffer: UnsafeMutableRawBufferPointer
@@ -72,7 +73,7 @@ final class TLSTransport: FDHandler {
             stepHandshake()
             return
         }
-        if events & (EPOLLIN.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue | EPOLLRDHUP.rawValue) != 0 {
+        if readPausedUntil == nil && events & (EPOLLIN.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue | EPOLLRDHUP.rawValue) != 0 {
             readAvailable()
         }
         if !closed { flush() }
@@ -81,7 +82,26 @@ final class TLSTransport: FDHandler {
     private func setWatchWrite(_ on: Bool) {
         guard on != watchingWrite, !closed else { return }
         watchingWrite = on
-        loop.modify(fd: stream.fd, events: EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (on ? EPOLLOUT.rawValue : 0))
+        updateInterest()
+    }
+
+    private func updateInterest() {
+        let read = readPausedUntil == nil ? EPOLLIN.rawValue | EPOLLRDHUP.rawValue : 0
+        loop.modify(fd: stream.fd, events: read | (watchingWrite ? EPOLLOUT.rawValue : 0))
+    }
+
+    /// Stops reading for `seconds` (a slow peer, for fault injection): the peer's writes
+    /// back up into its flow-control window and socket buffers.
+    func pauseReading(for seconds: Double) {
+        guard ready, !closed, readPausedUntil == nil else { return }
+        readPausedUntil = loop.schedule(after: seconds) { [weak self] in
+            guard let self, !self.closed else { return }
+            self.readPausedUntil = nil
+            self.updateInterest()
+            self.readAvailable()
+            if !self.closed { self.flush() }
+        }
+        updateInterest()
     }
 
     private func stepHandshake() {
@@ -211,6 +231,7 @@ final class TLSTransport: FDHandler {
         closed = true
         handshakeTimer?.cancel()
         lingerTimer?.cancel()
+        readPausedUntil?.cancel()
         loop.unregister(fd: stream.fd)
         if error == nil && ready && !out.isEmpty && !lingering {
             _ = out.withReadable { stream.write($0) }

@@ -88,6 +88,7 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         } else {
             send()
         }
+        if faults.slowRead > 0 { c.pauseReading(for: faults.slowRead) }
         if let n = faults.goAwayAfterStreams, st.streams == n {
             c.goAway(lastStreamID: r.streamID, debugData: Array(#"{"reason":"\#(faults.goAwayReason)"}"#.utf8))
         }

@@ -66,4 +66,14 @@ import HeraldTestSupport
         #expect(Set(fx.sim.tokenCounts().keys) == Set(tokens))
         #expect(fx.metrics.render().contains("herald_apns_settings_changes_total{pool=\"token\"}"))
     }
+
+    @Test func aSlowReaderDelaysButLosesNothing() throws {
+        let fx = try SimFixture { $0.faults.slowRead = 0.02 }
+        let (pool, _) = try fx.pool(connections: 2)
+        defer { pool.shutdown() }
+        let tokens = makeTokens(3000, seed: 36)
+        let r = send(pool, tokens)
+        #expect(r.outcomes().values.allSatisfy { if case .outcome(.delivered, _) = $0 { true } else { false } })
+        #expect(fx.sim.tokenCounts().count == tokens.count)
+    }
 }
