@@ -8,6 +8,7 @@ extension HeraldCLI {
         SubsCommand.self,
         PublishCommand.self,
         APNSSimCommand.self,
+        DemoCommand.self,
         VersionCommand.self,
     ]
 }
