@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import Synchronization
 
@@ -81,6 +82,16 @@ public final class HTTPServer: Sendable {
                 socket.closeIfOwned()
             case .running(let daemon):
                 core.draining.store(true, ordering: .relaxed)
+                if Self.onLibraryThread() {
+                    // Stopping from one of libmicrohttpd's own threads (the last reference
+                    // dropped inside a handler): joining the workers from here would join
+                    // this very thread — libmicrohttpd aborts the process. Stop from a
+                    // thread of our own instead.
+                    let d = UncheckedBox(daemon)
+                    Thread.detachNewThread { d.value.stop() }
+                    s = .stopped
+                    return
+                }
                 let drained = core.inFlight.waitUntilIdle(seconds: config.shutdownGraceSeconds)
                 let abandoned = core.inFlight.count
                 if !drained {
@@ -95,6 +106,13 @@ public final class HTTPServer: Sendable {
             }
             s = .stopped
         }
+    }
+
+    /// True on a thread libmicrohttpd started (its workers name themselves "MHD-…").
+    static func onLibraryThread() -> Bool {
+        // pthread_getname_np needs _GNU_SOURCE, which Swift's Glibc module lacks.
+        let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+        return name.hasPrefix("MHD")
     }
 
     /// True between `start()` and `stop()`.
