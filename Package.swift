@@ -46,6 +46,11 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"], swiftSettings: strict),
 
+        // Benchmark drivers (Benchmarks/*.sh); not part of the product.
+        .executableTarget(
+            name: "herald-bench", dependencies: ["HeraldSender", "HeraldCrypto"], path: "Benchmarks/Sources/herald-bench",
+            swiftSettings: strict),
+
         // Build tool: embeds Migrations/*.sql into the binary so one file deploys.
         .executableTarget(name: "EmbedMigrationsTool", path: "Plugins/EmbedMigrationsTool"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["EmbedMigrationsTool"]),

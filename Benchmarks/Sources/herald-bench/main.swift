@@ -1,0 +1,101 @@
+import Foundation
+import HeraldAPNS
+import HeraldCore
+import HeraldCrypto
+import HeraldNet
+import HeraldSender
+
+// herald-bench: drivers for the benchmark scripts in Benchmarks/ (not part of the product).
+//
+//   herald-bench pool --target HOST:PORT --ca FILE --key FILE --key-id ID --team-id ID
+//                     [--requests N] [--connections C] [--streams S] [--token HEX] [--payload FILE]
+//
+// Sends N token pushes through Herald's APNs pool (the same code `herald serve` uses) and
+// prints `pool_rate=<requests/s>` and `pool_seconds=<s>`.
+
+func fail(_ m: String) -> Never {
+    FileHandle.standardError.write(Data("herald-bench: \(m)\n".utf8))
+    exit(2)
+}
+
+var args = Array(CommandLine.arguments.dropFirst())
+guard let verb = args.first, verb == "pool" else { fail("usage: herald-bench pool --target HOST:PORT ...") }
+args.removeFirst()
+var opts: [String: String] = [:]
+var i = 0
+while i < args.count {
+    guard args[i].hasPrefix("--"), i + 1 < args.count else { fail("bad argument \(args[i])") }
+    opts[String(args[i].dropFirst(2))] = args[i + 1]
+    i += 2
+}
+guard let target = opts["target"].flatMap({ HostPort(parsing: $0) }) else { fail("--target HOST:PORT") }
+guard let keyFile = opts["key"], let keyID = opts["key-id"], let teamID = opts["team-id"] else { fail("--key, --key-id, --team-id") }
+let n = Int(opts["requests"] ?? "200000") ?? 200_000
+let connections = Int(opts["connections"] ?? "4") ?? 4
+let streams = Int(opts["streams"] ?? "1000") ?? 1000
+let token = opts["token"] ?? String(repeating: "ab", count: 32)
+let payload: [UInt8]
+if let p = opts["payload"] {
+    guard let d = FileManager.default.contents(atPath: p) else { fail("cannot read \(p)") }
+    payload = [UInt8](d)
+} else {
+    payload = JSON.object(["aps": .object(["event": "update", "timestamp": .int(1_767_225_600), "content-state": .object(["home": 1, "away": 0])])]).encoded()
+}
+
+let key = try P256PrivateKey(contentsOfFile: keyFile)
+let jwt = JWTProvider(credentials: APNSCredentials(keyID: keyID, teamID: teamID, key: key), logger: .discard)
+var config = APNSPoolConfig(target: target)
+config.caFile = opts["ca"]
+config.connections = connections
+config.maxStreamsPerConnection = streams
+let pool = try APNSClientPool(config: config, jwt: jwt, logger: .discard, metrics: MetricsRegistry())
+
+final class Counter: APNSResultSink, @unchecked Sendable {
+    let cond = NSCondition()
+    var done = 0
+    var delivered = 0
+    func apnsCompleted(_ request: APNSRequest, result: APNSResult) {
+        cond.lock()
+        done += 1
+        if case .outcome(.delivered, _) = result { delivered += 1 }
+        if done % 4096 == 0 { cond.broadcast() }
+        cond.unlock()
+    }
+}
+
+let counter = Counter()
+let template = APNSTemplate(
+    headers: HeaderList(APNSRequests.tokenPushFields(bundleID: "com.example.app", priority: 5, expiration: nil)),
+    body: HTTP2Body(payload), sink: counter)
+// Warm up: connections open and authenticated before the clock starts.
+let warm = Counter()
+let warmTemplate = APNSTemplate(headers: template.headers, body: template.body, sink: warm)
+pool.submit((0..<(connections * 4)).map { _ in APNSRequest(path: APNSRequests.tokenPath(token), template: warmTemplate) })
+_ = pool.waitIdle(timeout: 30)
+
+var g = FastRandom()
+let start = Monotonic.seconds()
+var submitted = 0
+while submitted < n {
+    let k = min(2048, n - submitted)
+    var batch: [APNSRequest] = []
+    batch.reserveCapacity(k)
+    for _ in 0..<k {
+        var h = HeaderList()
+        h.append("apns-id", Identifiers.lowercaseUUID(using: &g), noIndex: true)
+        batch.append(APNSRequest(path: APNSRequests.tokenPath(token), headers: h, template: template))
+    }
+    pool.submit(batch)
+    submitted += k
+}
+_ = pool.waitIdle(timeout: 600)
+let seconds = Monotonic.seconds() - start
+counter.cond.lock()
+let delivered = counter.delivered
+counter.cond.unlock()
+pool.shutdown()
+print("pool_requests=\(n)")
+print("pool_delivered=\(delivered)")
+print(String(format: "pool_seconds=%.3f", seconds))
+print(String(format: "pool_rate=%.0f", Double(n) / seconds))
+if delivered != n { exit(1) }

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue #5, figures 1 and 4: one channel with N subscribers, one update published through
+# the HTTP API; time from the 202 to the simulator holding all N. In the same run, h2load
+# sends N requests of the same size to the same simulator over the same connections and
+# streams: the limit. Prints both rates, the ratio, and the server's peak RSS.
+#
+#   Benchmarks/fanout.sh [N] [CONNECTIONS] [STREAMS]     defaults 1000000 4 1000
+source "$(dirname "$0")/lib.sh"
+N=${1:-1000000}; C=${2:-4}; S=${3:-1000}
+bench_setup
+machine
+start_sim --no-ledger --max-streams "$S" --streams-before-auth "$S"
+start_serve --apns-connections "$C"
+echo "subscribers: $N, connections: $C, streams per connection: $S"
+
+api POST /v1/channels '{"id":"bench","bundle_id":"com.example.app","environment":"sandbox"}' >/dev/null
+make_tokens "$N" "$WORK/tokens.txt"
+T0=$(now)
+HERALD_ADMIN_TOKEN="$ADMIN" "$HERALD" subs import bench "$WORK/tokens.txt" --server "$API" --batch-size 50000 > "$WORK/import.txt" 2>&1
+T1=$(now)
+echo "registered $N tokens in $(python3 -c "print(f'{$T1-$T0:.1f}')") s"
+RSS_BEFORE=$(peak_rss_mib "$API_PID")
+
+BODY='{"aps":{"event":"update","content-state":{"home":1,"away":0,"minute":63,"status":"live"}},"priority":5}'
+START=$(now)
+EVENT=$(api POST /v1/channels/bench/events "$BODY" | python3 -c 'import json,sys; print(json.load(sys.stdin)["event_id"])')
+while [ "$(sim_accepted)" -lt "$N" ]; do sleep 0.02; done
+END=$(now)
+SECONDS_FANOUT=$(python3 -c "print(f'{$END-$START:.3f}')")
+FANOUT_RATE=$(python3 -c "print(f'{$N/($END-$START):.0f}')")
+until api GET "/v1/channels/bench/events/$EVENT" | grep -q '"state":"done"'; do sleep 0.05; done
+PEAK=$(peak_rss_mib "$API_PID")
+
+# The limit: h2load, same simulator, same connections and streams, a payload of the same size.
+sim_reset
+python3 -c "
+import json
+print(json.dumps({'aps':{'content-state':{'away':0,'home':1,'minute':63,'status':'live'},'event':'update','timestamp':1767225600}}, separators=(',',':')), end='')
+" > "$WORK/payload.json"
+H2=$(h2load_rate "$N" "$C" "$S" "$WORK/payload.json" "$(head -1 "$WORK/tokens.txt")")
+
+echo "herald_fanout_seconds=$SECONDS_FANOUT"
+echo "herald_fanout_rate=$FANOUT_RATE"
+echo "h2load_rate=$H2"
+echo "rss_before_publish_mib=$RSS_BEFORE"
+echo "peak_rss_mib=$PEAK"
+echo "fanout_vs_h2load_ratio=$(ratio "$FANOUT_RATE" "$H2")"
