@@ -129,6 +129,26 @@ import Testing
         for t in tokens { #expect(fx.sim.sim.pushes(to: t).map { $0.json?["aps"]?["content-state"] } == [["score": 5]]) }
     }
 
+    @Test func anAmbiguousDryRunNeverPublishes() throws {
+        let fx = try Live.api()
+        let channel = unique("dry-flag")
+        try fx.createChannel(channel)
+        for q in ["?dry_run", "?dry_run=", "?dry_run=TRUE", "?dry_run=1", "?dry_run=yes"] {
+            let r = try fx.publish(channel, update(), query: q)
+            #expect(r.status == 200, "\(q)")
+            #expect(r.json?["dry_run"] == true, "\(q)")
+        }
+        for q in ["?dry_run=on", "?dry_run=maybe", "?dry_run=2"] {
+            let r = try fx.publish(channel, update(), query: q)
+            #expect(r.status == 400, "\(q)")
+            #expect(r.errorCode == "invalid_field", "\(q)")
+        }
+        #expect(try fx.admin("GET", "/v1/channels/\(channel)").json?["last_event"] == .null, "nothing was published")
+        for q in ["?dry_run=false", "?dry_run=0", "?dry_run=no", "?other=1"] {
+            #expect(try fx.publish(channel, update(), query: q).status == 202, "\(q)")
+        }
+    }
+
     @Test func aDryRunOnABroadcastChannelReportsTheBroadcastLimit() throws {
         let fx = try Live.api()
         let channel = unique("dry-b")

@@ -335,6 +335,7 @@ extension Route {
             Call(method: "POST", path: "/v1/channels/\(closed)/events", key: pub, json: update(), expect: 409, code: "channel_closed"),
             Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, raw: "", expect: 400, code: "invalid_body"),
             Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: update(), headers: [("Idempotency-Key", "")], expect: 400, code: "invalid_field"),
+            Call(method: "POST", path: "/v1/channels/\(ch)/events?dry_run=on", key: pub, json: update(), expect: 400, code: "invalid_field"),
             Call(method: "POST", path: "/v1/channels/\(ch)/events", json: update(), expect: 401),
             Call(method: "POST", path: "/v1/channels/\(ch)/events", key: sub, json: update(), expect: 403),
             Call(method: "POST", path: "/v1/channels/\(ghost)/events", key: admin, json: update(), expect: 404),
