@@ -129,6 +129,12 @@ import Testing
         #expect(r.status == 422)
         #expect(r.errorCode == "invalid_field")
         #expect(try fx.admin("POST", "/v1/keys", json: ["role": "publisher", "channels": ["a"], "label": .string(String(repeating: "é", count: 200))]).status == 201)
+        // Counted in code points (as JSON Schema's maxLength): one letter under 250 combining
+        // accents is one Character to Swift but 251 code points.
+        let zalgo = "e" + String(repeating: "\u{0301}", count: 250)
+        let z = try fx.admin("POST", "/v1/keys", json: ["role": "publisher", "channels": ["a"], "label": .string(zalgo)])
+        #expect(z.status == 422)
+        #expect(z.errorCode == "invalid_field")
     }
 
     @Test func aStarKeyCoversEveryChannel() throws {
