@@ -90,6 +90,13 @@ extension Route {
         #expect(!v.problems(["role": "owner"], ["$ref": "#/components/schemas/KeyCreate"]).isEmpty)
         #expect(v.problems(["aps": ["event": "update", "content-state": [:], "sound": "x"]], ["$ref": "#/components/schemas/PublishRequest"]).isEmpty)
         #expect(!v.problems(["aps": ["event": "update", "content-state": [:]], "topic": "x"], ["$ref": "#/components/schemas/PublishRequest"]).isEmpty)
+        let publish: JSON = ["$ref": "#/components/schemas/PublishRequest"]
+        #expect(!v.problems(["aps": ["event": "end", "content-state": [:], "attributes": [:]]], publish).isEmpty, "if/then per event")
+        #expect(!v.problems(["aps": ["event": "start", "content-state": [:]]], publish).isEmpty, "start requires attributes")
+        #expect(v.problems(["aps": ["event": "end", "content-state": [:], "dismissal-date": 5]], publish).isEmpty)
+        #expect(!v.problems(["role": "publisher"], ["$ref": "#/components/schemas/KeyCreate"]).isEmpty, "channels required for publishers")
+        #expect(v.problems(["role": "admin"], ["$ref": "#/components/schemas/KeyCreate"]).isEmpty)
+        #expect(v.problems(["mode": nil, "id": "a", "bundle_id": "b"], ["$ref": "#/components/schemas/ChannelCreate"]).isEmpty)
     }
 
     @Test func everyServerRouteIsInTheSpecWithTheSameMethods() throws {

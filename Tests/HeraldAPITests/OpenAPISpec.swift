@@ -163,6 +163,17 @@ struct SchemaValidator {
     private func check(_ v: JSON, _ raw: JSON, _ path: String, extra: Set<String>, _ out: inout [String]) {
         let s = OpenAPISpec.resolve(doc, raw)
         // Keywords beside a $ref (3.1) are annotations in this spec (description, default).
+        if let b = s.boolValue {
+            if !b { out.append("\(path): not allowed here") }
+            return
+        }
+        if let cond = s["if"] {
+            if passes(v, cond, path, extra) {
+                if let t = s["then"] { check(v, t, path, extra: extra, &out) }
+            } else if let e = s["else"] {
+                check(v, e, path, extra: extra, &out)
+            }
+        }
         if let t = s["type"] {
             let types = t.arrayValue?.compactMap(\.stringValue) ?? [t.stringValue].compactMap { $0 }
             if !types.contains(where: { matches(v, type: $0) }) {
@@ -200,6 +211,10 @@ struct SchemaValidator {
                     for (i, sub) in one.enumerated() { out += problems(v, sub, at: "\(path)<oneOf \(i)>").prefix(3) }
                 }
             }
+        }
+        if let arr = v.arrayValue {
+            if let n = s["minItems"]?.intValue, arr.count < n { out.append("\(path): fewer than \(n) items") }
+            if let n = s["maxItems"]?.intValue, arr.count > n { out.append("\(path): more than \(n) items") }
         }
         if let items = s["items"], let arr = v.arrayValue {
             for (i, e) in arr.enumerated() { check(e, items, "\(path)[\(i)]", extra: [], &out) }
