@@ -36,6 +36,34 @@ import Testing
         #expect(try fx.admin("POST", "/v1/channels", json: ["id": "h", "bundle_id": "com.example.app", "mode": "hybrid"]).status == 201)
     }
 
+    @Test func apnsRefusingToCreateTheChannelIs422ApnsRejected() throws {
+        let fx = try APIFixture.start()
+        var faults = SimulatorFaults()
+        faults.errorRates = [400: 1]
+        fx.sim.sim.setFaults(faults)
+        let r = try fx.admin("POST", "/v1/channels", json: ["id": "b", "bundle_id": "com.example.app", "mode": "broadcast"])
+        #expect(r.status == 422)
+        #expect(r.errorCode == "apns_rejected")
+        #expect(try fx.admin("GET", "/v1/channels/b").status == 404)
+    }
+
+    @Test func closingSucceedsWhenAPNsCannotDeleteTheChannel() throws {
+        let fx = try APIFixture.start()
+        let apnsID = try #require(try fx.createChannel("h", mode: "hybrid")["apns_channel_id"]?.stringValue)
+        var faults = SimulatorFaults()
+        faults.errorRates = [500: 1]
+        fx.sim.sim.setFaults(faults)
+        let r = try fx.admin("DELETE", "/v1/channels/h")
+        #expect(r.status == 200)
+        #expect(r.json?["state"] == "closed")
+        // The APNs channel is left behind (logged as api.apns_channel_delete_failed)...
+        #expect(fx.simulatorChannels[apnsID] != nil)
+        // ...and closing again retries the deletion.
+        fx.sim.sim.setFaults(SimulatorFaults())
+        #expect(try fx.admin("DELETE", "/v1/channels/h").status == 200)
+        #expect(fx.simulatorChannels[apnsID] == nil)
+    }
+
     @Test func readyzIs503WithRetryAfterWhenTheDatabaseIsClosed() throws {
         let fx = try APIFixture.start()
         #expect(try fx.client.send("GET", "/readyz").status == 200)
