@@ -70,6 +70,22 @@ import Testing
         #expect(try fx.client.send("DELETE", "/v1/channels/\(channel)/subscriptions/\(new)", token: fx.adminToken).status == 204)
     }
 
+    @Test func aLateJoinerIsSentTheCurrentStateAtOnce() throws {
+        let fx = try Live.api()
+        let channel = unique("late")
+        try fx.createChannel(channel)
+        let p = try fx.publish(channel, update(["minute": 23]))
+        #expect(try fx.waitFinished(channel, try #require(p.json?["event_id"]?.stringValue))["state"] == "done")
+        let token = freshToken()
+        #expect(try fx.subscribe(channel, token).status == 201)
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while fx.sim.sim.pushes(to: token).isEmpty && Date() < deadline { usleep(5_000) }
+        let got = fx.sim.sim.pushes(to: token)
+        #expect(got.count == 1)
+        #expect(got.first?.json?["aps"]?["content-state"] == ["minute": 23])
+        #expect(got.first?.timestamp == p.json?["aps_timestamp"]?.intValue)
+    }
+
     @Test func deleteIs204ThenNotFound() throws {
         let fx = try Live.api()
         let channel = unique("del")
