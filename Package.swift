@@ -71,6 +71,7 @@ let package = Package(
         .testTarget(name: "HeraldSimulatorTests", dependencies: ["HeraldSimulator", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldSQL"], swiftSettings: strict),
+        .testTarget(name: "HeraldAPITests", dependencies: ["HeraldAPI", "HeraldCLI", "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(

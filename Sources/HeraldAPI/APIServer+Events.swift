@@ -15,7 +15,7 @@ extension APIServer {
         } catch {
             throw APIError(error)
         }
-        let dryRun = ["true", "1", "yes"].contains((req.query["dry_run"] ?? "").lowercased())
+        let dryRun = try Self.dryRun(req.query["dry_run"])
         var key = req.header("idempotency-key")
         if let k = key {
             key = k.trimmingCharacters(in: .whitespaces)
@@ -44,5 +44,16 @@ extension APIServer {
             "aps_timestamp": .int(r.event.apsTimestamp), "channel": .string(channel),
         ]
         return .json(r.created ? 202 : 200, body, headers: [("location", "/v1/channels/\(channel)/events/\(r.event.id)")])
+    }
+
+    /// `?dry_run`: a bare flag or true/1/yes is a dry run, false/0/no (or absent) is not.
+    /// Anything else is refused: a value the server does not understand must never turn
+    /// into a real publish to every subscriber.
+    static func dryRun(_ value: String?) throws -> Bool {
+        switch value?.lowercased() {
+        case nil, "false", "0", "no": return false
+        case "", "true", "1", "yes": return true
+        default: throw APIError(400, "invalid_field", "dry_run must be true or false")
+        }
     }
 }

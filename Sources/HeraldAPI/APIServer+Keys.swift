@@ -21,7 +21,8 @@ extension APIServer {
             throw APIError(422, "missing_field", "'channels' is required for \(role.rawValue) keys (ids or prefix* patterns)")
         }
         let label = try string(o, "label", required: false)
-        if let label, label.count > 200 { throw APIError.invalid("label", "must be at most 200 characters") }
+        // Code points, not Characters: one Character can carry any number of combining marks.
+        if let label, label.unicodeScalars.count > 200 { throw APIError.invalid("label", "must be at most 200 characters") }
         let (key, secret) = try store.createKey(role: role, channels: patterns, label: label)
         logger.info("api.key_created", ["key_id": .string(key.id), "role": .string(role.rawValue), "channels": .array(patterns.map { .string($0) })])
         var body = Render.key(key).objectValue!

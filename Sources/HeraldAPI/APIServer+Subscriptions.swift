@@ -41,44 +41,12 @@ extension APIServer {
         return .empty(204)
     }
 
-    /// `{"subscribe":[{"token","kind"?,"expires_at"?} | "hex", ...], "unsubscribe":["hex", ...]}` —
-    /// decoded with a typed decoder (a million entries must not cost a tree of JSON values).
-    struct BatchBody: Decodable {
-        struct Entry: Decodable {
-            var token: String
-            var kind: String?
-            var expires_at: Int64?
-
-            init(from decoder: Decoder) throws {
-                if let s = try? decoder.singleValueContainer().decode(String.self) {
-                    token = s
-                    return
-                }
-                let c = try decoder.container(keyedBy: Keys.self)
-                token = try c.decode(String.self, forKey: .token)
-                kind = try c.decodeIfPresent(String.self, forKey: .kind)
-                expires_at = try c.decodeIfPresent(Int64.self, forKey: .expires_at)
-            }
-
-            enum Keys: String, CodingKey { case token, kind, expires_at }
-        }
-        var subscribe: [Entry]?
-        var unsubscribe: [String]?
-    }
-
     func batch(_ req: HTTPRequest, _ channel: String) throws -> HTTPResponse {
         guard !req.body.isEmpty else { throw APIError(400, "invalid_body", "a JSON body is required") }
         try requireJSONContentType(req)
-        let body: BatchBody
-        do {
-            body = try JSONDecoder().decode(BatchBody.self, from: Data(req.body))
-        } catch DecodingError.dataCorrupted {
-            throw APIError(400, "invalid_json", "the body is not valid JSON")
-        } catch {
-            throw APIError(422, "invalid_field", "expected {\"subscribe\":[{\"token\":\"hex\",\"kind\":\"activity\"}...],\"unsubscribe\":[\"hex\"...]}")
-        }
-        let subs = body.subscribe ?? []
-        let unsubs = body.unsubscribe ?? []
+        let body = try BatchBody.decode(req.body)
+        let subs = body.subscribe
+        let unsubs = body.unsubscribe
         guard subs.count + unsubs.count <= config.maxBatchEntries else {
             throw APIError(413, "request_too_large", "at most \(config.maxBatchEntries) entries per batch; split it")
         }
@@ -95,7 +63,10 @@ extension APIServer {
                 }
                 kind = v
             }
-            inputs.append(SubscriptionInput(token: t, kind: kind, expiresAt: e.expires_at))
+            if let exp = e.expiresAt, exp <= 0 {
+                throw APIError(422, "invalid_field", "subscribe[\(i)].expires_at must be unix seconds; nothing was applied")
+            }
+            inputs.append(SubscriptionInput(token: t, kind: kind, expiresAt: e.expiresAt))
         }
         var removals: [[UInt8]] = []
         for (i, h) in unsubs.enumerated() {

@@ -79,6 +79,11 @@ public final class APIServer: HTTPHandler {
             logger.error("api.internal_error", ["route": .string(route?.label ?? "unknown"), "error": .string("\(error)")])
             response = APIError(500, "internal", "the server failed to answer; the error is logged").response
         }
+        // The contract: every 429 and 503 says when to come back. Errors raised deep down
+        // (APNs channel management refusing, management not configured) do not know it.
+        if response.status == 429 || response.status == 503, response.header("retry-after") == nil {
+            response.headers.append(("retry-after", "1"))
+        }
         let label = route?.label ?? "unmatched"
         metrics.counter(
             "herald_http_requests_total", help: "API requests by route, method and status.",
