@@ -67,6 +67,7 @@ let package = Package(
         .testTarget(name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
+        .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "HeraldTests",
             dependencies: ["HeraldCLI", "HeraldAPI", "HeraldSimulator", "HeraldSender", "HeraldFanout", "HeraldStore"],
