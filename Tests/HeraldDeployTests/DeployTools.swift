@@ -107,7 +107,8 @@ enum YAML {
     }
 }
 
-/// Names of Herald's metrics mentioned in a text: `herald_…` and `process_…`.
+/// Names of Herald's metrics mentioned in a text: `herald_…` and `process_…` (a name
+/// ending in `_` is a prefix in prose, `herald_<subsystem>_…`, and is skipped).
 func metricNames(in text: String) -> Set<String> {
     var names = Set<String>()
     let bytes = Array(text.utf8)
@@ -121,7 +122,7 @@ func metricNames(in text: String) -> Set<String> {
             var j = i
             while j < bytes.count && isNameByte(bytes[j]) { j += 1 }
             let word = String(decoding: bytes[i..<j], as: UTF8.self)
-            if word.hasPrefix("herald_") || word.hasPrefix("process_") { names.insert(word) }
+            if (word.hasPrefix("herald_") || word.hasPrefix("process_")) && !word.hasSuffix("_") { names.insert(word) }
             i = j
         } else {
             i += 1
