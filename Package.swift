@@ -74,6 +74,7 @@ let package = Package(
         .testTarget(name: "HeraldAPITests", dependencies: ["HeraldAPI", "HeraldCLI", "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
+        .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "HeraldTests",
             dependencies: ["HeraldCLI", "HeraldAPI", "HeraldSimulator", "HeraldSender", "HeraldFanout", "HeraldStore", "HeraldTestSupport", "HeraldSQL"],

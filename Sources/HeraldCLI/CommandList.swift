@@ -3,6 +3,7 @@ extension HeraldCLI {
     public static let commands: [HeraldCommand.Type] = [
         ServeCommand.self,
         MigrateCommand.self,
+        BackupCommand.self,
         ChannelsCommand.self,
         KeysCommand.self,
         SubsCommand.self,
