@@ -142,7 +142,7 @@ extension LiveActivityEvent {
                 case "title", "body":
                     if av.stringValue != nil { continue }
                     guard let o = av.objectValue, o["loc-key"]?.stringValue != nil,
-                        o["loc-args"] == nil || o["loc-args"]?.arrayValue != nil
+                        o["loc-args"] == nil || o["loc-args"]?.arrayValue?.allSatisfy({ $0.stringValue != nil }) == true
                     else {
                         throw PayloadError(422, "invalid_field", "'aps.alert.\(ak)' must be a string or {\"loc-key\",\"loc-args\"}")
                     }

@@ -97,8 +97,8 @@ struct ServeSettings: Sendable {
 
     static var helpText: String {
         let rows = options.map { o in
-            "  \(o.flag) VALUE".padding(toLength: 30, withPad: " ", startingAt: 0) + o.help
-                + "\n" + String(repeating: " ", count: 30) + "env \(o.env)" + (o.defaultValue.map { ", default \($0)" } ?? "")
+            "  \(o.flag) VALUE\n" + String(repeating: " ", count: 8) + o.help + "\n" + String(repeating: " ", count: 8)
+                + "env \(o.env)" + (o.defaultValue.map { ", default \($0)" } ?? "")
         }
         return """
             Usage: herald serve [options]
@@ -108,8 +108,9 @@ struct ServeSettings: Sendable {
 
             Options (each also read from its environment variable; the flag wins):
             \(rows.joined(separator: "\n"))
-              --check-config              validate the configuration (key, files, addresses,
-                                          database) and exit: 0 valid, 1 not
+              --check-config
+                    validate the configuration (key, files, addresses, database) and exit:
+                    0 valid, 1 not
 
             Without APNs credentials the API works and every push fails with
             MissingProviderToken. For a local APNs, run 'herald apns-sim' and use the

@@ -28,8 +28,10 @@ extension FanoutEngine {
         case .outcome(.delivered, _):
             run.counters.sent += 1
             run.answers += 1
+            metrics.pushSent.inc()
         case .outcome(.dropToken(_, let since), _):
             run.answers += 1
+            metrics.pushDead.inc()
             let token = b.tokens[r.index]
             if let since {
                 run.unregistered.append((run.kind, token, since))
@@ -41,17 +43,20 @@ extension FanoutEngine {
             if let ch = channel(of: run) { flushPrunes(run, ch, final: false) }
         case .outcome(.failEvent(let reason, let status), _):
             run.counters.failed += 1
+            metrics.pushFailed.inc()
             run.answers += 1
             stop(run, reason: "APNs refused the push: \(reason) (\(status))")
         case .outcome(.failConfig(let reason, let status), _):
             run.counters.failed += 1
+            metrics.pushFailed.inc()
             run.answers += 1
             stop(run, reason: "APNs refused the configuration: \(reason) (\(status)); check the key, team, bundle id and environment")
         case .outcome, .exhausted:
             run.counters.failed += 1
             run.answers += 1
+            metrics.pushFailed.inc()
         case .cancelled:
-            break
+            metrics.pushSkipped.inc()
         }
         run.advanceCheckpoint()
     }

@@ -6,6 +6,8 @@ final class FanoutMetrics: Sendable {
     let superseded, pruned, guardTrips, catchUps, downgrades, broadcasts, broadcastFailures: Counter
     let duration, firstPush: Histogram
     let activeEvents: Gauge
+    /// Token pushes of events by final result (closed set).
+    let pushSent, pushFailed, pushDead, pushSkipped: Counter
 
     init(_ r: MetricsRegistry) {
         registry = r
@@ -23,10 +25,13 @@ final class FanoutMetrics: Sendable {
             "herald_publish_to_first_push_seconds", help: "Time from accepting a publish to handing its first push to the sender.",
             buckets: Histogram.latencySeconds)
         activeEvents = r.gauge("herald_fanout_active_events", help: "Events being sent now.")
-    }
-
-    func pushes(_ result: String) -> Counter {
-        registry.counter("herald_fanout_pushes_total", help: "Pushes of events by final result.", labels: ["result": result])
+        func pushes(_ result: String) -> Counter {
+            r.counter("herald_fanout_pushes_total", help: "Token pushes of events by final result.", labels: ["result": result])
+        }
+        pushSent = pushes("sent")
+        pushFailed = pushes("failed")
+        pushDead = pushes("dead_token")
+        pushSkipped = pushes("skipped")
     }
 
     func events(_ kind: String, _ state: String) -> Counter {

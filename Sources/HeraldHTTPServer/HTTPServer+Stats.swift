@@ -29,7 +29,7 @@ extension HTTPServer {
     }
 
     /// Exposes the counters as `herald_http_connections`, `herald_http_requests_in_flight`,
-    /// `herald_http_requests_total`, `herald_http_requests_rejected_total` and
+    /// `herald_http_requests_received_total`, `herald_http_requests_rejected_total` and
     /// `herald_http_requests_aborted_total`, labelled `listener="<listener>"`, sampled at
     /// scrape time. `listener` must come from a closed set (`api`, `metrics`, `apns_sim`).
     public func registerMetrics(in registry: MetricsRegistry, listener: String) {
@@ -41,7 +41,7 @@ extension HTTPServer {
         registry.sampledGauge(
             "herald_http_requests_in_flight", help: "HTTP requests received and not yet answered.", labels: labels
         ) { [weak core] in Double(core?.inFlight.count ?? 0) }
-        registry.sampledCounter("herald_http_requests_total", help: "HTTP requests received.", labels: labels) {
+        registry.sampledCounter("herald_http_requests_received_total", help: "HTTP requests received by the listener (all routes, before routing).", labels: labels) {
             [weak core] in Double(core?.requests.load(ordering: .relaxed) ?? 0)
         }
         registry.sampledCounter(

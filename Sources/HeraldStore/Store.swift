@@ -77,6 +77,8 @@ public final class Store: Sendable {
             return try db.read(body)
         } catch let e as StoreError {
             throw e
+        } catch let e as DatabaseError {
+            throw StoreError.from(e)
         } catch let e as SQLiteError {
             throw StoreError.from(e)
         }

@@ -13,7 +13,7 @@ import Testing
         _ = try c.readResponse()
         _ = try roundTrip(server, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\n")
         let text = registry.render()
-        #expect(text.contains(#"herald_http_requests_total{listener="api"} 2"#))
+        #expect(text.contains(#"herald_http_requests_received_total{listener="api"} 2"#))
         #expect(text.contains(#"herald_http_requests_rejected_total{listener="api"} 1"#))
         #expect(text.contains(#"herald_http_connections{listener="api"} "#))
         #expect(text.contains(#"herald_http_requests_aborted_total{listener="api"} 0"#))
