@@ -277,12 +277,15 @@ private let serverOnHeader: nghttp2_on_header_callback = { _, frame, name, namel
     guard let frame, let name, let value, let s = server(ud).streams[frame.pointee.hd.stream_id] else { return 0 }
     let v = String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)
     if namelen > 0 && name[0] == UInt8(ascii: ":") {
-        switch String(decoding: UnsafeBufferPointer(start: name, count: namelen), as: UTF8.self) {
-        case ":method": s.request.method = v
-        case ":path": s.request.path = v
-        case ":scheme": s.request.scheme = v
-        case ":authority": s.request.authority = v
-        default: break
+        let n = UnsafeBufferPointer(start: name, count: namelen)
+        if n.elementsEqual(":path".utf8) {
+            s.request.path = v
+        } else if n.elementsEqual(":method".utf8) {
+            s.request.method = v
+        } else if n.elementsEqual(":scheme".utf8) {
+            s.request.scheme = v
+        } else if n.elementsEqual(":authority".utf8) {
+            s.request.authority = v
         }
     } else if s.request.headers.count < 64 {
         s.request.headers.append((String(decoding: UnsafeBufferPointer(start: name, count: namelen), as: UTF8.self), v))

@@ -74,10 +74,10 @@ public struct SimulatorFaults: Sendable, Equatable {
     }
 
     /// True when `token` (hex) is dead under `deadTokenRate`.
-    public func isDead(_ token: String) -> Bool { Self.hashFraction(token, salt: 1) < deadTokenRate }
+    public func isDead(_ token: String) -> Bool { deadTokenRate > 0 && Self.hashFraction(token, salt: 1) < deadTokenRate }
 
     /// True when `token` answers BadDeviceToken under `badTokenRate`.
-    public func isBad(_ token: String) -> Bool { Self.hashFraction(token, salt: 2) < badTokenRate }
+    public func isBad(_ token: String) -> Bool { badTokenRate > 0 && Self.hashFraction(token, salt: 2) < badTokenRate }
 
     /// A stable number in [0, 1) from the token (FNV-1a), so tests can predict it.
     public static func hashFraction(_ token: String, salt: UInt8) -> Double {

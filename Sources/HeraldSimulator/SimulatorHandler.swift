@@ -12,6 +12,9 @@ final class SimConnectionState {
     /// (an ECDSA verification per request would make the simulator the bottleneck).
     var verified: [String: (kid: String, iat: Int64)?] = [:]
     var authorized = false
+    /// The last accepted `authorization` value and its `iat` (the fast path).
+    var lastAuthorization: String?
+    var lastIssuedAt: Int64?
     var lowered = false
     var streams = 0
     var random = FastRandom()
@@ -107,20 +110,23 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         _ faults: SimulatorFaults
     ) -> SimAnswer {
         sim.state.withLock { $0.ledger.requests += 1 }
-        let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        // parts[0] is "" for a path starting with "/".
-        enum Route { case token(String), broadcast(String), channels(String), allChannels(String) }
+        enum Route { case token(Substring), broadcast(String), channels(String), allChannels(String) }
         let route: Route
-        if parts.count >= 3 && parts[0] == "" && parts[1] == "3" && parts[2] == "device" {
-            route = .token(parts.count >= 4 ? parts[3...].joined(separator: "/") : "")
-        } else if parts.count == 5 && parts[0] == "" && parts[1] == "4" && parts[2] == "broadcasts" && parts[3] == "apps" {
-            route = .broadcast(parts[4])
-        } else if parts.count == 5 && parts[1] == "1" && parts[2] == "apps" && parts[4] == "channels" {
-            route = .channels(parts[3])
-        } else if parts.count == 5 && parts[1] == "1" && parts[2] == "apps" && parts[4] == "all-channels" {
-            route = .allChannels(parts[3])
+        // The token route is the hot one: match its prefix without splitting the path.
+        if r.path.utf8.starts(with: "/3/device".utf8) && (r.path.utf8.count == 9 || r.path.utf8.dropFirst(9).first == UInt8(ascii: "/")) {
+            route = .token(r.path.dropFirst(min(10, r.path.count)))
         } else {
-            return .error(404, "BadPath")
+            let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            // parts[0] is "" for a path starting with "/".
+            if parts.count == 5 && parts[0] == "" && parts[1] == "4" && parts[2] == "broadcasts" && parts[3] == "apps" {
+                route = .broadcast(parts[4])
+            } else if parts.count == 5 && parts[0] == "" && parts[1] == "1" && parts[2] == "apps" && parts[4] == "channels" {
+                route = .channels(parts[3])
+            } else if parts.count == 5 && parts[0] == "" && parts[1] == "1" && parts[2] == "apps" && parts[4] == "all-channels" {
+                route = .allChannels(parts[3])
+            } else {
+                return .error(404, "BadPath")
+            }
         }
         // Methods per route.
         switch route {
@@ -128,12 +134,14 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         case .channels: if !["POST", "GET", "DELETE"].contains(r.method) { return .error(405, "MethodNotAllowed") }
         case .allChannels: if r.method != "GET" { return .error(405, "MethodNotAllowed") }
         }
-        // A header sent twice (§3.1).
-        var seen = Set<String>()
-        for h in r.headers where !seen.insert(h.name).inserted { return .error(400, "DuplicateHeaders") }
+        // A header sent twice (§3.1). A handful of fields: pairwise is cheaper than a set.
+        let hs = r.headers
+        for i in 0..<hs.count {
+            for j in (i + 1)..<hs.count where hs[i].name == hs[j].name { return .error(400, "DuplicateHeaders") }
+        }
         if let denied = authenticate(r, st, c, sim) { return denied }
         // Injected errors apply to requests that passed authentication.
-        for (status, p) in faults.errorRates.sorted(by: { $0.key < $1.key }) where p > 0 {
+        for (status, p) in faults.errorRates where p > 0 {
             if Double(st.random.next() % 1_000_000) / 1_000_000 < p {
                 return .error(status, Self.reasonFor(status))
             }
@@ -163,6 +171,11 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
     /// Provider-token checks (reference §2, §1.3).
     private func authenticate(_ r: HTTP2ServerRequest, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator) -> SimAnswer? {
         guard let auth = r.header("authorization") else { return .error(403, "MissingProviderToken") }
+        // The same JWT as this connection's last request: nothing new to check but its age.
+        if auth == st.lastAuthorization, let iat = st.lastIssuedAt {
+            if Double(iat) < sim.config.clock.now() - sim.config.jwtMaxAge { return .error(403, "ExpiredProviderToken") }
+            return nil
+        }
         let lower = auth.lowercased()
         guard lower.hasPrefix("bearer ") else { return .error(403, "InvalidProviderToken") }
         let token = String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces)
@@ -199,6 +212,8 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
             st.authorized = true
             c.updateMaxConcurrentStreams(sim.config.maxConcurrentStreams)
         }
+        st.lastAuthorization = auth
+        st.lastIssuedAt = iat
         return nil
     }
 }
