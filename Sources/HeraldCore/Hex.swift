@@ -1,17 +1,31 @@
 /// Hex and base64url codecs used on the wire (tokens are hex on the wire, bytes at rest).
 public enum Hex {
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    /// Lower-case hex of `bytes`.
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
+    /// Lower-case hex of `bytes`. (Concrete, not generic: it runs per push, and a generic
+    /// function called from another module is not specialised.)
+    public static func encode(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { encode($0) }
     }
+
+    /// Lower-case hex of raw bytes.
+    public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            var i = 0
+            for b in bytes {
+                out[i] = digit(b >> 4)
+                out[i + 1] = digit(b & 0x0f)
+                i += 2
+            }
+            return i
+        }
+    }
+
+    /// Lower-case hex of any byte sequence (not for hot paths).
+    public static func encode<S: Sequence<UInt8>>(_ bytes: S) -> String {
+        encode(Array(bytes))
+    }
+
+    @inline(__always)
+    static func digit(_ v: UInt8) -> UInt8 { v < 10 ? v &+ 48 : v &+ 87 }
 
     @inline(__always)
     static func nibble(_ c: UInt8) -> UInt8? {

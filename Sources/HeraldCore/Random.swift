@@ -6,9 +6,15 @@ public enum Identifiers {
 
     /// A random version-4 UUID in the lower-case canonical 8-4-4-4-12 form APNs requires for
     /// `apns-id` (reference §3.1).
+    @inlinable
     public static func lowercaseUUID<G: RandomNumberGenerator>(using g: inout G) -> String {
-        var a = g.next() as UInt64
-        var b = g.next() as UInt64
+        uuid(g.next(), g.next())
+    }
+
+    /// The canonical lower-case form of a version-4 UUID made from 128 random bits.
+    public static func uuid(_ high: UInt64, _ low: UInt64) -> String {
+        var a = high
+        var b = low
         a = (a & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000  // version 4
         b = (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000  // variant 10
         return String(unsafeUninitializedCapacity: 36) { buf in
@@ -55,8 +61,9 @@ public enum Identifiers {
 }
 
 /// xoshiro256** — a small, fast generator for jitter and ids on hot paths (not for secrets).
+@frozen
 public struct FastRandom: RandomNumberGenerator, Sendable {
-    private var s: (UInt64, UInt64, UInt64, UInt64)
+    @usableFromInline var s: (UInt64, UInt64, UInt64, UInt64)
 
     public init(seed: UInt64 = UInt64.random(in: 1...UInt64.max)) {
         var z = seed
@@ -70,6 +77,7 @@ public struct FastRandom: RandomNumberGenerator, Sendable {
         s = (splitmix(), splitmix(), splitmix(), splitmix())
     }
 
+    @inlinable
     public mutating func next() -> UInt64 {
         let result = ((s.1 &* 5) << 7 | (s.1 &* 5) >> 57) &* 9
         let t = s.1 << 17

@@ -1,31 +1,41 @@
 /// A double-ended queue on a growable ring (the standard library has none, and
 /// swift-collections cannot be fetched here). O(1) amortised at both ends.
+@frozen
 public struct RingBuffer<Element> {
-    private var storage: [Element?]
-    private var head = 0
-    public private(set) var count = 0
+    // Inlinable: the pool's queue lives in another module, where an unspecialised generic
+    // would cost a witness-table call per operation.
+    @usableFromInline var storage: [Element?]
+    @usableFromInline var head = 0
+    /// Elements held. (Settable only for inlining; treat as read-only.)
+    public var count = 0
 
+    @inlinable
     public init(capacity: Int = 16) {
         storage = Array(repeating: nil, count: Swift.max(4, capacity))
     }
 
+    @inlinable
     public var isEmpty: Bool { count == 0 }
 
+    @inlinable
     public var first: Element? { count == 0 ? nil : storage[head] }
 
-    private mutating func grow() {
+    @inlinable
+    mutating func grow() {
         var next = [Element?](repeating: nil, count: storage.count * 2)
         for i in 0..<count { next[i] = storage[(head + i) % storage.count] }
         storage = next
         head = 0
     }
 
+    @inlinable
     public mutating func append(_ e: Element) {
         if count == storage.count { grow() }
         storage[(head + count) % storage.count] = e
         count += 1
     }
 
+    @inlinable
     public mutating func prepend(_ e: Element) {
         if count == storage.count { grow() }
         head = (head - 1 + storage.count) % storage.count
@@ -33,6 +43,7 @@ public struct RingBuffer<Element> {
         count += 1
     }
 
+    @inlinable
     @discardableResult
     public mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
@@ -44,6 +55,7 @@ public struct RingBuffer<Element> {
     }
 
     /// Removes and returns every element, front to back.
+    @inlinable
     public mutating func drain() -> [Element] {
         var out: [Element] = []
         out.reserveCapacity(count)

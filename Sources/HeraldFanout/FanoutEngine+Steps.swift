@@ -124,7 +124,7 @@ extension FanoutEngine {
             run.template = APNSTemplate(
                 headers: HeaderList(
                     APNSRequests.tokenPushFields(bundleID: ch.channel.bundleID, priority: run.priority, expiration: run.record.expiration)),
-                body: HTTP2Body(run.record.payload), sink: self)
+                body: HTTP2Body(run.record.payload), sink: self, keepResponseHeaders: false)
             let store = self.store
             let num = ch.channel.num
             let kind = run.kind
@@ -171,9 +171,11 @@ extension FanoutEngine {
         let tokens = transports.tokens(ch.channel.environment)
         if let b = run.unsubmitted {
             guard tokens.trySubmit(b.requests) else { return false }
+            // The requests point at their batch; the batch must not keep them (a cycle).
+            b.requests = []
             run.unsubmitted = nil
             run.inFlight.append(b)
-            run.outstanding += b.requests.count
+            run.outstanding += b.tokens.count
             noteFirstPush(run)
             return true
         }
@@ -215,8 +217,9 @@ extension FanoutEngine {
             b.requests.append(APNSRequest(path: APNSRequests.tokenPath(Hex.encode(t)), headers: h, template: template, context: b, index: i))
         }
         if tokens.trySubmit(b.requests) {
+            b.requests = []
             run.inFlight.append(b)
-            run.outstanding += b.requests.count
+            run.outstanding += b.tokens.count
             noteFirstPush(run)
         } else {
             run.unsubmitted = b

@@ -24,6 +24,11 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     let cond = NSCondition()
     var inbox: [Message] = []
     var stopping = false
+    var schedulerIdle = false
+    /// How long the scheduler sleeps with nothing in flight, and how often it polls for
+    /// answers while requests are in flight.
+    static let idleWait = 0.05
+    static let busyPoll = 0.002
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
 
@@ -116,7 +121,17 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     func post(_ m: Message) {
         cond.lock()
         inbox.append(m)
-        if inbox.count == 1 { cond.signal() }
+        // Answers arrive by the hundred thousand per second: waking the scheduler for each
+        // would cost more in context switches than the work. While it has work in flight
+        // it polls every few milliseconds, so answers only wake it in bulk (or when it
+        // sleeps idle); anything else wakes it at once.
+        let wake: Bool
+        if case .completed = m {
+            wake = inbox.count == 512 || (schedulerIdle && inbox.count == 1)
+        } else {
+            wake = true
+        }
+        if wake { cond.signal() }
         cond.unlock()
     }
 
@@ -125,7 +140,9 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         cond.lock()
         defer { cond.unlock() }
         if inbox.isEmpty && !stopping && timeout > 0 {
+            schedulerIdle = timeout >= FanoutEngine.idleWait
             _ = cond.wait(until: Date(timeIntervalSinceNow: timeout))
+            schedulerIdle = false
         }
         if stopping { return nil }
         let m = inbox
@@ -157,9 +174,11 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     /// Seconds to sleep when nothing progressed: until the next timer, at most 50 ms (a
     /// completion or a new event wakes it sooner).
     private func nextWait() -> Double {
-        var w = 0.05
+        var w = Self.idleWait
         let now = clock.now()
         for ch in channels.values {
+            if let a = ch.active, a.outstanding > 0 || a.unsubmitted != nil || a.broadcastPending { return Self.busyPoll }
+            if !ch.draining.isEmpty { return Self.busyPoll }
             if let next = ch.pending.first, next.kind == .update, ch.channel.minIntervalMillis > 0, ch.active == nil {
                 let due = ch.lastUpdateStart + Double(ch.channel.minIntervalMillis) / 1000
                 w = min(w, max(0.001, due - now))

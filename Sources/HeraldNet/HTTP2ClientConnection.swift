@@ -70,6 +70,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private var pingSentAt: UInt64?
     private var closeError: NetError?
     private let authority: String
+    private let authorityBytes: [UInt8]
+    private var nvScratch: [nghttp2_nv] = []
 
     enum Event {
         case ready
@@ -87,6 +89,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         var responseBody: [UInt8] = []
         let started: UInt64
         var timedOut = false
+        var keepHeaders = true
 
         init(context: AnyObject, body: HTTP2Body?, started: UInt64) {
             self.context = context
@@ -107,6 +110,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         self.serverName = serverName ?? target.host
         self.config = config
         authority = target.port == 443 ? target.host : target.description
+        authorityBytes = Array(authority.utf8)
         Self.idLock.lock()
         Self.nextID += 1
         id = Self.nextID
@@ -167,29 +171,82 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// or nghttp2 refused). The stream's outcome reaches the delegate with `context`.
     /// Call `flush()` after a batch of submits so the frames leave in one write.
     @discardableResult
-    public func submit(_ request: HTTP2Request, context: AnyObject) -> Int32? {
+    public func submit(_ request: HTTP2Request, extra: HeaderList? = nil, context: AnyObject) -> Int32? {
         guard state == .ready, let session else { return nil }
-        var pseudo = HeaderList()
-        pseudo.append(":method", request.method)
-        pseudo.append(":scheme", "https")
-        pseudo.append(":authority", authority)
-        pseudo.append(":path", request.path, noIndex: true)
         let stream = ClientStream(context: context, body: request.body, started: Monotonic.nanos())
-        let ud = Unmanaged.passUnretained(self).toOpaque()
-        _ = ud
-        let id: Int32 = request.headers.withNV(prefix: pseudo) { nva in
-            if request.body != nil {
-                var provider = nghttp2_data_provider()
-                provider.read_callback = clientReadBody
-                return nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, &provider, nil)
-            } else {
-                return nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, nil, nil)
+        stream.keepHeaders = request.keepResponseHeaders
+        var path = request.path
+        var method = request.method
+        let noExtra = HeaderList()
+        let id: Int32 = path.withUTF8 { pathBytes in
+            method.withUTF8 { methodBytes in
+                authorityBytes.withUnsafeBufferPointer { auth in
+                    request.headers.bytes.withUnsafeBufferPointer { h in
+                        request.requestHeaders.bytes.withUnsafeBufferPointer { r in
+                            (extra ?? noExtra).bytes.withUnsafeBufferPointer { e in
+                                // nghttp2 copies names and values on submit: pointers need only
+                                // live through this call. Built in a reused array.
+                                nvScratch.removeAll(keepingCapacity: true)
+                                Self.nv(&nvScratch, Self.pseudoMethod, methodBytes, noIndex: false)
+                                Self.nv(&nvScratch, Self.pseudoScheme, Self.https, noIndex: false)
+                                Self.nv(&nvScratch, Self.pseudoAuthority, auth, noIndex: false)
+                                Self.nv(&nvScratch, Self.pseudoPath, pathBytes, noIndex: true)
+                                Self.append(&nvScratch, request.headers.entries, h)
+                                Self.append(&nvScratch, request.requestHeaders.entries, r)
+                                if let extra { Self.append(&nvScratch, extra.entries, e) }
+                                return nvScratch.withUnsafeBufferPointer { nva in
+                                    if request.body != nil {
+                                        var provider = nghttp2_data_provider()
+                                        provider.read_callback = clientReadBody
+                                        return nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, &provider, nil)
+                                    }
+                                    return nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, nil, nil)
+                                }
+                            }
+                        }
+                    }
+                }
             }
         }
         guard id > 0 else { return nil }
         streams[id] = stream
         streamsOpened += 1
         return id
+    }
+
+    static let pseudoMethod: StaticString = ":method"
+    static let pseudoScheme: StaticString = ":scheme"
+    static let pseudoAuthority: StaticString = ":authority"
+    static let pseudoPath: StaticString = ":path"
+    static let https: StaticString = "https"
+    /// A valid pointer for zero-length values.
+    nonisolated(unsafe) static let empty = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
+
+    @inline(__always)
+    static func nv(_ out: inout [nghttp2_nv], _ name: StaticString, _ value: UnsafeBufferPointer<UInt8>, noIndex: Bool) {
+        out.append(
+            nghttp2_nv(
+                name: UnsafeMutablePointer(mutating: name.utf8Start), value: UnsafeMutablePointer(mutating: value.baseAddress ?? UnsafePointer(empty)),
+                namelen: name.utf8CodeUnitCount, valuelen: value.count,
+                flags: noIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+    }
+
+    @inline(__always)
+    static func nv(_ out: inout [nghttp2_nv], _ name: StaticString, _ value: StaticString, noIndex: Bool) {
+        nv(&out, name, UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), noIndex: noIndex)
+    }
+
+    @inline(__always)
+    static func append(_ out: inout [nghttp2_nv], _ entries: [HeaderList.Entry], _ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress else { return }
+        let p = UnsafeMutablePointer(mutating: base)
+        for e in entries {
+            out.append(
+                nghttp2_nv(
+                    name: p + Int(e.nameStart), value: e.valueLen == 0 ? empty : p + Int(e.valueStart), namelen: Int(e.nameLen),
+                    valuelen: Int(e.valueLen),
+                    flags: e.noIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+        }
     }
 
     /// Writes everything submitted so far. Loop thread only.
@@ -384,7 +441,7 @@ private let clientOnHeader: nghttp2_on_header_callback = { _, frame, name, namel
         var status = 0
         for i in 0..<valuelen { status = status * 10 + Int(value[i] &- 48) }
         s.status = status
-    } else if s.headers.count < 32 {
+    } else if (s.keepHeaders || s.status >= 300 || s.status == 0) && s.headers.count < 32 {
         s.headers.append(
             (String(decoding: n, as: UTF8.self), String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)))
     }

@@ -4,15 +4,26 @@ import Glibc
 public struct HTTP2Request: Sendable {
     public var method: String
     public var path: String
-    /// Fields other than the pseudo-headers (`:method`, `:scheme`, `:authority`, `:path`).
+    /// Fields other than the pseudo-headers (`:method`, `:scheme`, `:authority`, `:path`),
+    /// typically shared by many requests.
     public var headers: HeaderList
+    /// More fields of this request only (sent after `headers`).
+    public var requestHeaders: HeaderList
     public var body: HTTP2Body?
+    /// Keep the response's header fields even for a 2xx answer (they cost allocations on
+    /// the hot path; error answers always keep them).
+    public var keepResponseHeaders: Bool
 
-    public init(method: String, path: String, headers: HeaderList = HeaderList(), body: HTTP2Body? = nil) {
+    public init(
+        method: String, path: String, headers: HeaderList = HeaderList(), requestHeaders: HeaderList = HeaderList(),
+        body: HTTP2Body? = nil, keepResponseHeaders: Bool = true
+    ) {
         self.method = method
         self.path = path
         self.headers = headers
+        self.requestHeaders = requestHeaders
         self.body = body
+        self.keepResponseHeaders = keepResponseHeaders
     }
 }
 

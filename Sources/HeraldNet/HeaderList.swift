@@ -5,7 +5,7 @@ import CNghttp2
 /// HTTP/2 header fields packed in one byte buffer, so building a request costs one or two
 /// allocations instead of one per field. Names must be lower case (RFC 9113 §8.2).
 public struct HeaderList: Sendable {
-    struct Entry: Sendable {
+    public struct Entry: Sendable {
         var nameStart: Int32
         var nameLen: Int32
         var valueStart: Int32

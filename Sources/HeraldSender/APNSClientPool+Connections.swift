@@ -146,10 +146,14 @@ final class PoolMetrics: Sendable {
     let pool: String
     let retries, refused, goAways, connects, settings: Counter
     let latency: Histogram
+    let delivered: Counter
 
     init(registry: MetricsRegistry, pool: String) {
         self.registry = registry
         self.pool = pool
+        delivered = registry.counter(
+            "herald_apns_requests_total", help: "APNs requests by final result and reason.",
+            labels: ["pool": pool, "result": "delivered", "reason": ""])
         let l = ["pool": pool]
         retries = registry.counter("herald_apns_retries_total", help: "Requests retried after a retryable APNs answer or transport failure.", labels: l)
         refused = registry.counter("herald_apns_refused_streams_total", help: "Streams the peer did not process (GOAWAY, REFUSED_STREAM), resent.", labels: l)
@@ -169,6 +173,10 @@ final class PoolMetrics: Sendable {
     }
 
     func record(_ result: APNSResult, attempts: Int) {
+        if case .outcome(.delivered, _) = result {
+            delivered.inc()
+            return
+        }
         let (label, reason): (String, String)
         switch result {
         case .outcome(let o, _):

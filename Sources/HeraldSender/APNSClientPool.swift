@@ -33,6 +33,7 @@ public final class APNSClientPool: @unchecked Sendable {
     var random = FastRandom()
     var inFlight = 0
     var waitingRetry = 0
+    var finishedThisTurn = 0
     let wallClock: WallClock = SystemClock()
 
     final class Slot {
@@ -48,6 +49,7 @@ public final class APNSClientPool: @unchecked Sendable {
         /// most once per 20 minutes per connection (reference §2.4).
         var bearer: BearerToken?
         var bearerSince = 0.0
+        var authorizationField: (generation: Int, field: HeaderList)?
         init(index: Int) { self.index = index }
     }
 
@@ -153,13 +155,24 @@ public final class APNSClientPool: @unchecked Sendable {
         dispatch()
     }
 
-    /// Reports a final result and frees its capacity.
+    /// Reports a final result; its capacity is freed at the end of this loop turn (one
+    /// lock for all the answers one read brought in).
     func finish(_ r: APNSRequest, _ result: APNSResult) {
         metrics.record(result, attempts: r.attempts)
         r.template.sink.apnsCompleted(r, result: result)
+        finishedThisTurn += 1
+        if finishedThisTurn == 1 {
+            loop.executeUnchecked { [self] in releaseCapacity() }
+        }
+    }
+
+    private func releaseCapacity() {
+        let n = finishedThisTurn
+        finishedThisTurn = 0
+        guard n > 0 else { return }
         capacity.lock()
-        pendingCount -= 1
-        if pendingCount < config.pendingLimit || pendingCount == 0 { capacity.broadcast() }
+        pendingCount -= n
+        capacity.broadcast()
         capacity.unlock()
     }
 
@@ -198,11 +211,11 @@ public final class APNSClientPool: @unchecked Sendable {
                         finish(r, .cancelled)
                         continue
                     }
-                    var fields = r.template.headers
-                    fields.append(contentsOf: r.headers)
-                    if let bearer { fields.append("authorization", adopt(bearer, on: s).header) }
-                    let req = HTTP2Request(method: r.template.method, path: r.path, headers: fields, body: r.template.body)
-                    guard c.submit(req, context: r) != nil else {
+                    let auth = bearer.map { authorization(adopt($0, on: s), on: s) }
+                    let req = HTTP2Request(
+                        method: r.template.method, path: r.path, headers: r.template.headers, requestHeaders: r.headers,
+                        body: r.template.body, keepResponseHeaders: r.template.keepResponseHeaders)
+                    guard c.submit(req, extra: auth, context: r) != nil else {
                         queue.prepend(r)
                         blocked.insert(ObjectIdentifier(s))
                         break
@@ -226,6 +239,15 @@ public final class APNSClientPool: @unchecked Sendable {
     /// Apple refuses a token change on a connection within 20 minutes of the last one
     /// (429 TooManyProviderTokenUpdates): a connection keeps its token until then.
     static let minTokenSwitch = 20.0 * 60
+
+    /// The `authorization` field of a slot's token, built once per token.
+    func authorization(_ t: BearerToken, on s: Slot) -> HeaderList {
+        if let cached = s.authorizationField, cached.generation == t.generation { return cached.field }
+        var h = HeaderList()
+        h.append("authorization", t.header)
+        s.authorizationField = (t.generation, h)
+        return h
+    }
 
     func adopt(_ latest: BearerToken, on s: Slot) -> BearerToken {
         let now = jwt?.clock.now() ?? 0

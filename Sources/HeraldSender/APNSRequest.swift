@@ -27,13 +27,17 @@ public final class APNSTemplate: Sendable {
     public let headers: HeaderList
     public let body: HTTP2Body?
     public let sink: APNSResultSink
+    /// Keep `apns-id`/`apns-unique-id` of successful answers (broadcasts and channel
+    /// management log them; a million token pushes need not allocate them).
+    public let keepResponseHeaders: Bool
     private let cancelledFlag = Atomic<Bool>(false)
 
-    public init(method: String = "POST", headers: HeaderList, body: HTTP2Body?, sink: APNSResultSink) {
+    public init(method: String = "POST", headers: HeaderList, body: HTTP2Body?, sink: APNSResultSink, keepResponseHeaders: Bool = true) {
         self.method = method
         self.headers = headers
         self.body = body
         self.sink = sink
+        self.keepResponseHeaders = keepResponseHeaders
     }
 
     /// Stops requests of this template that have not been sent yet. Any thread.
