@@ -169,13 +169,11 @@ extension FanoutEngine {
                 guard let e = try store.event(id: current) else { return }
                 template = APNSTemplate(
                     headers: HeaderList(APNSRequests.tokenPushFields(bundleID: ch.bundleID, priority: e.priority, expiration: e.expiration)),
-                    body: HTTP2Body(e.payload), sink: self)
+                    body: HTTP2Body(e.payload), sink: self, generatesAPNSID: true)
                 run?.catchUpTemplate = (current, template)
             }
-            var h = HeaderList()
-            h.append("apns-id", Identifiers.lowercaseUUID(using: &random), noIndex: true)
             let req = APNSRequest(
-                path: APNSRequests.tokenPath(Hex.encode(token)), headers: h, template: template,
+                path: APNSRequests.tokenPath(Hex.encode(token)), template: template,
                 context: CatchUp(channelNum: ch.num, token: token))
             if pendingCatchUps.count < 100_000 { pendingCatchUps.append((req, ch.environment)) }
         } catch {

@@ -124,7 +124,7 @@ extension FanoutEngine {
             run.template = APNSTemplate(
                 headers: HeaderList(
                     APNSRequests.tokenPushFields(bundleID: ch.channel.bundleID, priority: run.priority, expiration: run.record.expiration)),
-                body: HTTP2Body(run.record.payload), sink: self, keepResponseHeaders: false)
+                body: HTTP2Body(run.record.payload), sink: self, keepResponseHeaders: false, generatesAPNSID: true)
             let store = self.store
             let num = ch.channel.num
             let kind = run.kind
@@ -212,9 +212,7 @@ extension FanoutEngine {
         let template = run.template!
         b.requests.reserveCapacity(rows.count)
         for (i, t) in b.tokens.enumerated() {
-            var h = HeaderList()
-            h.append("apns-id", Identifiers.lowercaseUUID(using: &random), noIndex: true)
-            b.requests.append(APNSRequest(path: APNSRequests.tokenPath(Hex.encode(t)), headers: h, template: template, context: b, index: i))
+            b.requests.append(APNSRequest(path: APNSRequests.tokenPath(Hex.encode(t)), template: template, context: b, index: i))
         }
         if tokens.trySubmit(b.requests) {
             b.requests = []

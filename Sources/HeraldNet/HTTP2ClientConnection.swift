@@ -171,9 +171,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// or nghttp2 refused). The stream's outcome reaches the delegate with `context`.
     /// Call `flush()` after a batch of submits so the frames leave in one write.
     @discardableResult
-    public func submit(_ request: HTTP2Request, extra: HeaderList? = nil, context: AnyObject) -> Int32? {
+    /// `idField`: one more field whose value the caller wrote into a reused buffer (a fresh
+    /// `apns-id`), valid for the call. `now`: the caller's Monotonic.nanos(), when it has one.
+    public func submit(
+        _ request: HTTP2Request, extra: HeaderList? = nil, idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)? = nil,
+        now: UInt64? = nil, context: AnyObject
+    ) -> Int32? {
         guard state == .ready, let session else { return nil }
-        let stream = ClientStream(context: context, body: request.body, started: Monotonic.nanos())
+        let stream = ClientStream(context: context, body: request.body, started: now ?? Monotonic.nanos())
         stream.keepHeaders = request.keepResponseHeaders
         var path = request.path
         var method = request.method
@@ -194,6 +199,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                                 Self.append(&nvScratch, request.headers.entries, h)
                                 Self.append(&nvScratch, request.requestHeaders.entries, r)
                                 if let extra { Self.append(&nvScratch, extra.entries, e) }
+                                if let idField { Self.nv(&nvScratch, idField.name, idField.value, noIndex: true) }
                                 return nvScratch.withUnsafeBufferPointer { nva in
                                     if request.body != nil {
                                         var provider = nghttp2_data_provider()

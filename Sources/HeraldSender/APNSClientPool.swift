@@ -34,6 +34,7 @@ public final class APNSClientPool: @unchecked Sendable {
     var inFlight = 0
     var waitingRetry = 0
     var finishedThisTurn = 0
+    var idScratch = [UInt8](repeating: 0, count: 36)
     let wallClock: WallClock = SystemClock()
 
     final class Slot {
@@ -199,6 +200,8 @@ public final class APNSClientPool: @unchecked Sendable {
         // empty or no connection can take more.
         var blocked = Set<ObjectIdentifier>()
         var progress = true
+        let now = Monotonic.nanos()
+        let nowMillis = wallClock.nowMillis()
         while progress && !queue.isEmpty {
             progress = false
             for k in 0..<slots.count {
@@ -215,14 +218,21 @@ public final class APNSClientPool: @unchecked Sendable {
                     let req = HTTP2Request(
                         method: r.template.method, path: r.path, headers: r.template.headers, requestHeaders: r.headers,
                         body: r.template.body, keepResponseHeaders: r.template.keepResponseHeaders)
-                    guard c.submit(req, extra: auth, context: r) != nil else {
+                    let id: Int32?
+                    if r.template.generatesAPNSID {
+                        Self.formatUUID(&idScratch, random.next(), random.next())
+                        id = idScratch.withUnsafeBufferPointer { c.submit(req, extra: auth, idField: ("apns-id", $0), now: now, context: r) }
+                    } else {
+                        id = c.submit(req, extra: auth, now: now, context: r)
+                    }
+                    guard id != nil else {
                         queue.prepend(r)
                         blocked.insert(ObjectIdentifier(s))
                         break
                     }
                     r.attempts += 1
-                    r.sentAt = Monotonic.nanos()
-                    r.sentAtMillis = wallClock.nowMillis()
+                    r.sentAt = now
+                    r.sentAtMillis = nowMillis
                     s.inFlight += 1
                     inFlight += 1
                     n -= 1
@@ -239,6 +249,30 @@ public final class APNSClientPool: @unchecked Sendable {
     /// Apple refuses a token change on a connection within 20 minutes of the last one
     /// (429 TooManyProviderTokenUpdates): a connection keeps its token until then.
     static let minTokenSwitch = 20.0 * 60
+
+    /// Writes a lower-case version-4 UUID (8-4-4-4-12) into `out` (36 bytes).
+    static func formatUUID(_ out: inout [UInt8], _ high: UInt64, _ low: UInt64) {
+        let a = (high & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000
+        let b = (low & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000
+        @inline(__always) func hex(_ v: UInt64) -> UInt8 { v < 10 ? UInt8(v) &+ 48 : UInt8(v) &+ 87 }
+        var i = 0
+        for k in stride(from: 60, through: 0, by: -4) {
+            if i == 8 || i == 13 || i == 18 {
+                out[i] = UInt8(ascii: "-")
+                i += 1
+            }
+            out[i] = hex((a >> UInt64(k)) & 0xf)
+            i += 1
+        }
+        for k in stride(from: 60, through: 0, by: -4) {
+            if i == 18 || i == 23 {
+                out[i] = UInt8(ascii: "-")
+                i += 1
+            }
+            out[i] = hex((b >> UInt64(k)) & 0xf)
+            i += 1
+        }
+    }
 
     /// The `authorization` field of a slot's token, built once per token.
     func authorization(_ t: BearerToken, on s: Slot) -> HeaderList {

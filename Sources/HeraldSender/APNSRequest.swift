@@ -30,14 +30,21 @@ public final class APNSTemplate: Sendable {
     /// Keep `apns-id`/`apns-unique-id` of successful answers (broadcasts and channel
     /// management log them; a million token pushes need not allocate them).
     public let keepResponseHeaders: Bool
+    /// The pool gives each request of this template a fresh lower-case `apns-id` (reference
+    /// §3.1) when it sends it — no per-request allocation by the caller.
+    public let generatesAPNSID: Bool
     private let cancelledFlag = Atomic<Bool>(false)
 
-    public init(method: String = "POST", headers: HeaderList, body: HTTP2Body?, sink: APNSResultSink, keepResponseHeaders: Bool = true) {
+    public init(
+        method: String = "POST", headers: HeaderList, body: HTTP2Body?, sink: APNSResultSink, keepResponseHeaders: Bool = true,
+        generatesAPNSID: Bool = false
+    ) {
         self.method = method
         self.headers = headers
         self.body = body
         self.sink = sink
         self.keepResponseHeaders = keepResponseHeaders
+        self.generatesAPNSID = generatesAPNSID
     }
 
     /// Stops requests of this template that have not been sent yet. Any thread.
@@ -67,7 +74,15 @@ public final class APNSRequest: @unchecked Sendable {
     public internal(set) var sentAtMillis: Int64 = 0
     var lastRetryable: PushOutcome?
 
+    /// Requests alive in this process (a fan-out that keeps them after their answer leaks;
+    /// tests check this returns to its baseline).
+    public static var live: Int { liveCount.load(ordering: .relaxed) }
+    private static let liveCount = Atomic<Int>(0)
+
+    deinit { Self.liveCount.subtract(1, ordering: .relaxed) }
+
     public init(path: String, headers: HeaderList = HeaderList(), template: APNSTemplate, context: AnyObject? = nil, index: Int = 0) {
+        Self.liveCount.add(1, ordering: .relaxed)
         self.path = path
         self.headers = headers
         self.template = template

@@ -4,6 +4,7 @@ import Testing
 import HeraldAPNS
 import HeraldCore
 import HeraldFanout
+import HeraldSender
 import HeraldSimulator
 import HeraldStore
 import HeraldTestSupport
@@ -25,11 +26,17 @@ import HeraldTestSupport
         let counts = fx.sim.sim.tokenCounts()
         #expect(counts.count == 100_000)
         #expect(counts.values.allSatisfy { $0 == 1 })
-        #expect(fx.sim.sim.tokens(thatReceived: done.payload) == Set(tokens))
+        let reached = fx.sim.sim.tokens(thatReceived: done.payload) == Set(tokens)
+        #expect(reached, "not every subscriber got the event")
         // The exact bytes carry the timestamp Herald assigned, and the Live Activity topic.
         let push = try #require(fx.sim.sim.pushes(to: tokens[0]).first)
         #expect(push.timestamp == done.apsTimestamp)
         #expect(push.event == "update")
+        // Nothing of the fan-out stays behind: every request object is gone (other suites
+        // run in parallel, so allow their in-flight requests, not ours).
+        let deadline = Date(timeIntervalSinceNow: 5)
+        while APNSRequest.live > 20_000 && Date() < deadline { usleep(10_000) }
+        #expect(APNSRequest.live < 20_000, "\(APNSRequest.live) requests still alive after the fan-out: a leak")
     }
 
     @Test func aNewerUpdateSupersedesForSubscribersNotYetReached() throws {
