@@ -22,10 +22,13 @@ echo "registered $N tokens in $(python3 -c "print(f'{$T1-$T0:.1f}')") s"
 RSS_BEFORE=$(peak_rss_mib "$API_PID")
 
 BODY='{"aps":{"event":"update","content-state":{"home":1,"away":0,"minute":63,"status":"live"}},"priority":5}'
+SIM_PID=${PIDS[0]}
+CPU_HERALD0=$(cpu_seconds "$API_PID"); CPU_SIM0=$(cpu_seconds "$SIM_PID")
 START=$(now)
 EVENT=$(api POST /v1/channels/bench/events "$BODY" | python3 -c 'import json,sys; print(json.load(sys.stdin)["event_id"])')
-while [ "$(sim_accepted)" -lt "$N" ]; do sleep 0.02; done
-END=$(now)
+END=$(wait_accepted "$N")
+CPU_HERALD=$(python3 -c "print(f'{($(cpu_seconds "$API_PID")-$CPU_HERALD0)*1e6/$N:.1f}')")
+CPU_SIM=$(python3 -c "print(f'{($(cpu_seconds "$SIM_PID")-$CPU_SIM0)*1e6/$N:.1f}')")
 SECONDS_FANOUT=$(python3 -c "print(f'{$END-$START:.3f}')")
 FANOUT_RATE=$(python3 -c "print(f'{$N/($END-$START):.0f}')")
 until api GET "/v1/channels/bench/events/$EVENT" | grep -q '"state":"done"'; do sleep 0.05; done
@@ -39,6 +42,8 @@ print(json.dumps({'aps':{'content-state':{'away':0,'home':1,'minute':63,'status'
 " > "$WORK/payload.json"
 H2=$(h2load_rate "$N" "$C" "$S" "$WORK/payload.json" "$(head -1 "$WORK/tokens.txt")")
 
+echo "herald_cpu_us_per_delivery=$CPU_HERALD"
+echo "simulator_cpu_us_per_request=$CPU_SIM"
 echo "herald_fanout_seconds=$SECONDS_FANOUT"
 echo "herald_fanout_rate=$FANOUT_RATE"
 echo "h2load_rate=$H2"

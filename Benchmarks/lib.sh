@@ -101,3 +101,20 @@ with open(sys.argv[2], 'w') as f:
 }
 
 now() { python3 -c 'import time; print(time.time())'; }
+
+# CPU seconds (user+system) a process has used so far.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($14 + $15) / hz }' "/proc/$1/stat"; }
+
+# Waits until the simulator has accepted N requests; prints the time it saw them (polling
+# every 2 ms from one process, so the wait adds no more than that).
+wait_accepted() { # N
+  python3 - "$1" "$SIM_CONTROL" <<'PY'
+import http.client, json, sys, time
+n, port = int(sys.argv[1]), int(sys.argv[2])
+c = http.client.HTTPConnection("127.0.0.1", port)
+while True:
+    c.request("GET", "/stats"); r = c.getresponse(); a = json.loads(r.read())["accepted"]
+    if a >= n: print(time.time()); break
+    time.sleep(0.002)
+PY
+}

@@ -49,6 +49,7 @@ extension APIServer {
             if let apnsID { try? channelManagers(env)?.delete(bundleID: bundle, channelID: apnsID) }
             throw error
         }
+        engine.prepare(env)
         logger.info("api.channel_created", ["channel": .string(id), "mode": .string(mode.rawValue), "environment": .string(env.rawValue), "apns_channel_id": apnsID.map { .string($0) } ?? .null])
         return .json(201, Render.channel(ch, counts: (0, 0), lastEvent: nil), headers: [("location", "/v1/channels/\(id)")])
     }

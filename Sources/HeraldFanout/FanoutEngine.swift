@@ -99,6 +99,9 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         if wasRunning { finished.wait() }
     }
 
+    /// Opens APNs connections for `environment` now (a channel there exists). Any thread.
+    public func prepare(_ environment: APNSEnvironment) { transports.prepare(environment) }
+
     /// A committed event is ready to send. Any thread.
     public func notifyEvent(_ eventID: String) { post(.event(eventID)) }
 
@@ -188,6 +191,8 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     }
 
     private func recover() throws {
+        // Connections for every environment that has open channels, before any event.
+        for env in Set(try store.channels().filter(\.isOpen).map(\.environment)) { transports.prepare(env) }
         let events = try store.unfinishedEvents()
         for e in events {
             guard let ch = try channelRun(num: e.channelNum) else { continue }

@@ -18,6 +18,13 @@ public protocol PushTransports: AnyObject, Sendable {
     func tokens(_ environment: APNSEnvironment) -> PushTransport
     /// Broadcast pushes to `environment` (nil: not configured).
     func broadcast(_ environment: APNSEnvironment) -> PushTransport?
+    /// Opens the connections for `environment` ahead of the first event, so the first push
+    /// does not wait for TCP, TLS and APNs' first-request handshake.
+    func prepare(_ environment: APNSEnvironment)
+}
+
+extension PushTransports {
+    public func prepare(_ environment: APNSEnvironment) {}
 }
 
 /// One sender for every environment (tests, and the simulator, which plays both).
@@ -60,6 +67,10 @@ public final class PoolTransports: PushTransports {
 
     public func broadcast(_ environment: APNSEnvironment) -> PushTransport? {
         pools.pool(.broadcast, environment)
+    }
+
+    public func prepare(_ environment: APNSEnvironment) {
+        _ = pools.pool(.token, environment)
     }
 }
 

@@ -59,7 +59,7 @@ extension APNSClientPool: HTTP2ClientDelegate {
             logger.debug("apns.stream_failed", ["pool": .string(config.name), "error": .string(reason)])
             retry(r, .retry(reason: .connectionLost, status: 0, after: nil), retryAfter: nil)
         }
-        dispatch()
+        scheduleDispatch()
     }
 
     private func handle(_ r: APNSRequest, _ outcome: PushOutcome, _ resp: HTTP2Response, slot s: Slot?, connection c: HTTP2ClientConnection) {

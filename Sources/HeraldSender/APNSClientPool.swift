@@ -34,6 +34,7 @@ public final class APNSClientPool: @unchecked Sendable {
     var inFlight = 0
     var waitingRetry = 0
     var finishedThisTurn = 0
+    var dispatchScheduled = false
     var idScratch = [UInt8](repeating: 0, count: 36)
     let wallClock: WallClock = SystemClock()
 
@@ -184,6 +185,18 @@ public final class APNSClientPool: @unchecked Sendable {
         return limit - c.activeStreams
     }
 
+    /// Runs `dispatch` once at the end of this loop turn: one read brings in hundreds of
+    /// answers, and each would otherwise redo the token check and the round over the
+    /// connections for a single free slot.
+    func scheduleDispatch() {
+        guard !dispatchScheduled else { return }
+        dispatchScheduled = true
+        loop.executeUnchecked { [self] in
+            dispatchScheduled = false
+            dispatch()
+        }
+    }
+
     /// Sends queued requests while connections have room, spreading them round robin.
     func dispatch() {
         guard !queue.isEmpty else { return }
@@ -198,7 +211,7 @@ public final class APNSClientPool: @unchecked Sendable {
         }
         // Rounds over the connections, each filled to its free room, until the queue is
         // empty or no connection can take more.
-        var blocked = Set<ObjectIdentifier>()
+        var blocked: Set<ObjectIdentifier>?
         var progress = true
         let now = Monotonic.nanos()
         let nowMillis = wallClock.nowMillis()
@@ -206,7 +219,7 @@ public final class APNSClientPool: @unchecked Sendable {
             progress = false
             for k in 0..<slots.count {
                 let s = slots[(rr + k) % slots.count]
-                guard let c = s.connection, !blocked.contains(ObjectIdentifier(s)) else { continue }
+                guard let c = s.connection, blocked?.contains(ObjectIdentifier(s)) != true else { continue }
                 var n = room(s)
                 guard n > 0 else { continue }
                 while n > 0, let r = queue.popFirst() {
@@ -227,7 +240,7 @@ public final class APNSClientPool: @unchecked Sendable {
                     }
                     guard id != nil else {
                         queue.prepend(r)
-                        blocked.insert(ObjectIdentifier(s))
+                        blocked = (blocked ?? []).union([ObjectIdentifier(s)])
                         break
                     }
                     r.attempts += 1
@@ -254,23 +267,27 @@ public final class APNSClientPool: @unchecked Sendable {
     static func formatUUID(_ out: inout [UInt8], _ high: UInt64, _ low: UInt64) {
         let a = (high & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000
         let b = (low & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000
-        @inline(__always) func hex(_ v: UInt64) -> UInt8 { v < 10 ? UInt8(v) &+ 48 : UInt8(v) &+ 87 }
-        var i = 0
-        for k in stride(from: 60, through: 0, by: -4) {
-            if i == 8 || i == 13 || i == 18 {
-                out[i] = UInt8(ascii: "-")
-                i += 1
+        out.withUnsafeMutableBufferPointer { p in
+            let o = p.baseAddress!
+            @inline(__always) func put(_ v: UInt64, _ nibbles: Int, at start: Int) {
+                var x = v
+                var i = start + nibbles - 1
+                while i >= start {
+                    let d = UInt8(truncatingIfNeeded: x & 0xf)
+                    o[i] = d < 10 ? d &+ 48 : d &+ 87
+                    x >>= 4
+                    i -= 1
+                }
             }
-            out[i] = hex((a >> UInt64(k)) & 0xf)
-            i += 1
-        }
-        for k in stride(from: 60, through: 0, by: -4) {
-            if i == 18 || i == 23 {
-                out[i] = UInt8(ascii: "-")
-                i += 1
-            }
-            out[i] = hex((b >> UInt64(k)) & 0xf)
-            i += 1
+            put(a >> 32, 8, at: 0)
+            o[8] = 45
+            put((a >> 16) & 0xffff, 4, at: 9)
+            o[13] = 45
+            put(a & 0xffff, 4, at: 14)
+            o[18] = 45
+            put(b >> 48, 4, at: 19)
+            o[23] = 45
+            put(b & 0xffff_ffff_ffff, 12, at: 24)
         }
     }
 
