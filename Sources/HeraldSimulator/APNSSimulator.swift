@@ -79,7 +79,7 @@ public final class APNSSimulator: Sendable {
     public func pushes(to token: String) -> [LedgerPush] {
         state.withLock { s in
             (s.ledger.tokens[token.lowercased()] ?? []).map {
-                LedgerPush(payload: s.ledger.payloads[Int($0.payload)], priority: Int($0.priority))
+                LedgerPush(payload: s.ledger.payloads[Int($0.payload)], priority: Int($0.priority), receivedAt: $0.receivedAt)
             }
         }
     }
@@ -88,7 +88,7 @@ public final class APNSSimulator: Sendable {
     public func broadcasts(on channelID: String) -> [LedgerPush] {
         state.withLock { s in
             (s.ledger.channels[channelID] ?? []).map {
-                LedgerPush(payload: s.ledger.payloads[Int($0.payload)], priority: Int($0.priority))
+                LedgerPush(payload: s.ledger.payloads[Int($0.payload)], priority: Int($0.priority), receivedAt: $0.receivedAt)
             }
         }
     }

@@ -74,12 +74,13 @@ struct SimulatorControlRoutes: HTTPHandler {
     }
 
     /// One push: its payload (parsed JSON, or the text when it is not JSON), priority, and
-    /// the `aps.event` and `aps.timestamp` it carried.
+    /// the `aps.event` and `aps.timestamp` it carried, and when it arrived (`received_at`,
+    /// seconds since 1970).
     static func json(_ p: LedgerPush) -> JSON {
         let payload = p.json ?? .string(String(decoding: p.payload, as: UTF8.self))
         return [
             "payload": payload, "priority": .int(Int64(p.priority)), "event": p.event.map(JSON.string) ?? .null,
-            "timestamp": p.timestamp.map(JSON.int) ?? .null,
+            "timestamp": p.timestamp.map(JSON.int) ?? .null, "received_at": .double(p.receivedAt),
         ]
     }
 }

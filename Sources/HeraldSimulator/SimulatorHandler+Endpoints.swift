@@ -53,7 +53,7 @@ extension SimulatorHandler {
                 return a
             }
             if sim.config.recordLedger {
-                s.ledger.recordToken(token, body: r.body, priority: priority)
+                s.ledger.recordToken(token, body: r.body, priority: priority, at: sim.config.clock.now())
             } else {
                 s.ledger.accepted += 1
             }
@@ -81,7 +81,7 @@ extension SimulatorHandler {
             guard let ch = s.channels[channel], ch.bundleID == bundle else { return .error(400, "ChannelNotRegistered") }
             // A no-storage channel takes only expiration 0 (§4.2).
             if ch.storagePolicy == 0 && exp != 0 { return .error(400, "BadExpirationDate") }
-            s.ledger.recordChannel(channel, body: r.body, priority: priority)
+            s.ledger.recordChannel(channel, body: r.body, priority: priority, at: sim.config.clock.now())
             return SimAnswer(status: 200)
         }
     }

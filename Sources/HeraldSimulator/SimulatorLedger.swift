@@ -9,6 +9,8 @@ struct SimulatorLedger {
     struct Entry: Sendable, Equatable {
         var payload: Int32
         var priority: UInt8
+        /// When the simulator accepted it (seconds since 1970): publish→push latency.
+        var receivedAt: Double
     }
 
     var payloads: [[UInt8]] = []
@@ -28,14 +30,14 @@ struct SimulatorLedger {
         return i
     }
 
-    mutating func recordToken(_ token: String, body: [UInt8], priority: UInt8) {
-        let e = Entry(payload: intern(body), priority: priority)
+    mutating func recordToken(_ token: String, body: [UInt8], priority: UInt8, at time: Double) {
+        let e = Entry(payload: intern(body), priority: priority, receivedAt: time)
         tokens[token, default: []].append(e)
         accepted += 1
     }
 
-    mutating func recordChannel(_ channel: String, body: [UInt8], priority: UInt8) {
-        let e = Entry(payload: intern(body), priority: priority)
+    mutating func recordChannel(_ channel: String, body: [UInt8], priority: UInt8, at time: Double) {
+        let e = Entry(payload: intern(body), priority: priority, receivedAt: time)
         channels[channel, default: []].append(e)
         broadcasts += 1
     }
@@ -45,6 +47,8 @@ struct SimulatorLedger {
 public struct LedgerPush: Sendable, Equatable {
     public var payload: [UInt8]
     public var priority: Int
+    /// When the simulator accepted it, seconds since 1970.
+    public var receivedAt: Double = 0
 
     /// The payload parsed as JSON (nil if it was not JSON).
     public var json: JSON? { try? JSON.parse(payload) }

@@ -10,7 +10,10 @@ import HeraldSender
 //   herald-bench pool --target HOST:PORT --ca FILE --key FILE --key-id ID --team-id ID
 //                     [--requests N] [--connections C] [--streams S] [--token HEX] [--payload FILE]
 //
-// Sends N token pushes through Herald's APNs pool (the same code `herald serve` uses) and
+//   herald-bench latency --api URL --token ADMIN --sim-control URL --channel ID --device HEX [--events N]
+//   herald-bench ingest --api URL --token ADMIN --channel ID --file TOKENS [--batch N] [--clients N]
+//
+// pool: sends N token pushes through Herald's APNs pool (the same code `herald serve` uses) and
 // prints `pool_rate=<requests/s>` and `pool_seconds=<s>`.
 
 func fail(_ m: String) -> Never {
@@ -19,7 +22,9 @@ func fail(_ m: String) -> Never {
 }
 
 var args = Array(CommandLine.arguments.dropFirst())
-guard let verb = args.first, verb == "pool" else { fail("usage: herald-bench pool --target HOST:PORT ...") }
+guard let verb = args.first, ["pool", "latency", "ingest"].contains(verb) else {
+    fail("usage: herald-bench pool|latency|ingest --option value ...")
+}
 args.removeFirst()
 var opts: [String: String] = [:]
 var i = 0
@@ -28,6 +33,8 @@ while i < args.count {
     opts[String(args[i].dropFirst(2))] = args[i + 1]
     i += 2
 }
+if verb == "latency" { runLatency(opts); exit(0) }
+if verb == "ingest" { runIngest(opts); exit(0) }
 guard let target = opts["target"].flatMap({ HostPort(parsing: $0) }) else { fail("--target HOST:PORT") }
 guard let keyFile = opts["key"], let keyID = opts["key-id"], let teamID = opts["team-id"] else { fail("--key, --key-id, --team-id") }
 let n = Int(opts["requests"] ?? "200000") ?? 200_000
