@@ -284,9 +284,13 @@ extension FanoutEngine {
             let store = self.store
             let retention = Int64(config.eventRetention * 1000)
             let logger = self.logger
+            let metrics = self.metrics
             DispatchQueue.global().async {
                 do {
                     let subs = try store.sweepExpiredSubscriptions(limit: 100_000)
+                    let (activity, pushToStart) = try store.subscriptionTotals()
+                    metrics.subscriptions(.activity).set(Double(activity))
+                    metrics.subscriptions(.pushToStart).set(Double(pushToStart))
                     let events = try store.sweepEvents(olderThanMillis: retention)
                     if subs + events > 0 {
                         logger.info("store.swept", ["subscriptions": .int(Int64(subs)), "events": .int(Int64(events))])

@@ -156,7 +156,8 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     // MARK: - the scheduler loop
 
     private func run() {
-        lastSweep = clock.now()
+        // The first sweep (and subscription count) runs a few seconds after start.
+        lastSweep = clock.now() - config.sweepInterval + min(5, config.sweepInterval)
         do {
             scanner = try SubscriptionScanner(store: store)
             try recover()

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldStore
 
 /// Metrics of the scheduler (names per style §11).
 final class FanoutMetrics: Sendable {
@@ -32,6 +33,12 @@ final class FanoutMetrics: Sendable {
         pushFailed = pushes("failed")
         pushDead = pushes("dead_token")
         pushSkipped = pushes("skipped")
+    }
+
+    /// Live subscriptions of every channel, by kind (refreshed by the sweep, not per scrape:
+    /// counting millions of rows per scrape would load the database).
+    func subscriptions(_ kind: SubscriptionKind) -> Gauge {
+        registry.gauge("herald_subscriptions", help: "Subscriptions in the registry, by kind (refreshed every sweep).", labels: ["kind": kind.rawValue])
     }
 
     func events(_ kind: String, _ state: String) -> Counter {

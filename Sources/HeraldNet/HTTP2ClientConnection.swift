@@ -58,6 +58,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     public let id: Int
     /// Total streams opened on this connection.
     public private(set) var streamsOpened = 0
+    /// True once the connection became ready (TLS and HTTP/2 preface done).
+    public private(set) var wasReady = false
 
     let tls: TLSContext
     var session: OpaquePointer?
@@ -399,6 +401,7 @@ extension HTTP2ClientConnection: TLSTransportDelegate {
         nghttp2_submit_settings(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), &iv, iv.count)
         nghttp2_session_set_local_window_size(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, config.windowSize)
         state = .ready
+        wasReady = true
         startWatchdog()
         events.append(.ready)
         deliver()

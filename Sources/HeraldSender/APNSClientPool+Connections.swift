@@ -21,6 +21,7 @@ extension APNSClientPool: HTTP2ClientDelegate {
 
     public func http2Ready(_ c: HTTP2ClientConnection) {
         guard let s = slot(of: c) else { return }
+        metrics.connections.add(1)
         s.failures = 0
         logger.info("apns.connected", ["pool": .string(config.name), "slot": .int(Int64(s.index)), "target": .string(config.target.description)])
         dispatch()
@@ -29,6 +30,7 @@ extension APNSClientPool: HTTP2ClientDelegate {
     public func http2(_ c: HTTP2ClientConnection, completed context: AnyObject, result: Result<HTTP2Response, HTTP2StreamFailure>) {
         let r = context as! APNSRequest
         inFlight -= 1
+        metrics.inFlight.add(-1)
         let s = slot(of: c)
         s?.inFlight -= 1
         metrics.latency.observe(Double(Monotonic.nanos() &- r.sentAt) / 1e9)
@@ -127,6 +129,7 @@ extension APNSClientPool: HTTP2ClientDelegate {
     }
 
     public func http2Closed(_ c: HTTP2ClientConnection, error: NetError?) {
+        if c.wasReady { metrics.connections.add(-1) }
         if draining.removeValue(forKey: ObjectIdentifier(c)) != nil { return }
         guard let s = slot(of: c) else { return }
         s.connection = nil
@@ -147,6 +150,8 @@ final class PoolMetrics: Sendable {
     let retries, refused, goAways, connects, settings: Counter
     let latency: Histogram
     let delivered: Counter
+    let inFlight: Gauge
+    let connections: Gauge
 
     init(registry: MetricsRegistry, pool: String) {
         self.registry = registry
@@ -159,6 +164,8 @@ final class PoolMetrics: Sendable {
         refused = registry.counter("herald_apns_refused_streams_total", help: "Streams the peer did not process (GOAWAY, REFUSED_STREAM), resent.", labels: l)
         goAways = registry.counter("herald_apns_goaways_total", help: "GOAWAY frames received from APNs.", labels: l)
         connects = registry.counter("herald_apns_connects_total", help: "Connection attempts to APNs.", labels: l)
+        inFlight = registry.gauge("herald_apns_streams_in_flight", help: "HTTP/2 streams open to APNs.", labels: l)
+        connections = registry.gauge("herald_apns_connections", help: "Connections to APNs that completed TLS and the HTTP/2 preface.", labels: l)
         settings = registry.counter("herald_apns_settings_changes_total", help: "SETTINGS frames received from APNs.", labels: l)
         latency = registry.histogram(
             "herald_apns_request_duration_seconds", help: "Time from sending a request to its APNs answer.",

@@ -248,6 +248,7 @@ public final class APNSClientPool: @unchecked Sendable {
                     r.sentAtMillis = nowMillis
                     s.inFlight += 1
                     inFlight += 1
+                    metrics.inFlight.add(1)
                     n -= 1
                     progress = true
                 }

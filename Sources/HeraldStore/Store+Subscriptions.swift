@@ -163,6 +163,19 @@ extension Store {
         }
     }
 
+    /// Subscriptions of every channel by kind (expired ones included until swept).
+    public func subscriptionTotals() throws -> (activity: Int64, pushToStart: Int64) {
+        try read { c in
+            var a: Int64 = 0
+            var p: Int64 = 0
+            try c.forEachRow("SELECT kind, COUNT(*) FROM subscriptions GROUP BY kind") { s in
+                if s.int64(0) == 0 { a = s.int64(1) } else { p = s.int64(1) }
+                return true
+            }
+            return (a, p)
+        }
+    }
+
     /// Live subscriptions of `kind` on a channel.
     public func countSubscriptions(channelNum: Int64, kind: SubscriptionKind) throws -> Int64 {
         let now = clock.nowSeconds()

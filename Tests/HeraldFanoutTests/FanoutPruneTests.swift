@@ -91,8 +91,10 @@ import HeraldTestSupport
         let e = try fx.waitFinished(try fx.publish("m"))
         #expect(e.counters.sent == 7)
         for t in old { #expect(fx.sim.sim.pushes(to: t).isEmpty) }
-        #expect(try fx.store.sweepExpiredSubscriptions() == 5)
+        // Swept by the engine's periodic sweep or by this call, whichever comes first.
+        #expect(try fx.store.sweepExpiredSubscriptions() <= 5)
         let ch = try #require(try fx.store.channel(id: "m"))
+        #expect(try fx.store.subscriptionTotals().activity == 7)
         #expect(try fx.store.countSubscriptions(channelNum: ch.num, kind: .activity) == 7)
     }
 }

@@ -139,6 +139,20 @@ let tokenB: [UInt8] = Array(repeating: 0xbb, count: 32)
         #expect(throws: StoreError.subscriptionNotFound) { try t.store.unregister(channelID: "m", token: tokenB) }
     }
 
+    @Test func expiredSubscriptionsAreSweptInBoundedChunks() throws {
+        let t = try TempStore()
+        let ch = try t.channel()
+        let old = (0..<30).map { i in SubscriptionInput(token: [UInt8](repeating: UInt8(i), count: 32)) }
+        _ = try t.store.batch(channelID: "m", subscribe: old, unsubscribe: [])
+        t.clock.advance(by: 12 * 3600 + 1)
+        _ = try t.store.batch(channelID: "m", subscribe: [SubscriptionInput(token: tokenA, kind: .pushToStart)], unsubscribe: [])
+        #expect(try t.store.countSubscriptions(channelNum: ch.num, kind: .activity) == 0, "expired ones are not live")
+        #expect(try t.store.sweepExpiredSubscriptions(limit: 20) == 20)
+        #expect(try t.store.sweepExpiredSubscriptions(limit: 20) == 10)
+        #expect(try t.store.sweepExpiredSubscriptions(limit: 20) == 0)
+        #expect(try t.store.subscriptionTotals() == (0, 1))
+    }
+
     @Test func aClosedChannelRefusesPublishesAndRegistrationsAndDropsSubscriptions() throws {
         let t = try TempStore()
         let ch = try t.channel()
