@@ -6,7 +6,8 @@ import HeraldStore
 extension APIServer {
     func createChannel(_ req: HTTPRequest) throws -> HTTPResponse {
         let o = try object(try jsonBody(req)!)
-        try refuseUnknown(o, allowed: ["id", "bundle_id", "mode", "environment", "storage_policy"])
+        try refuseUnknown(
+            o, allowed: ["id", "bundle_id", "mode", "environment", "storage_policy", "catch_up", "min_interval_ms", "priority10_budget_per_hour"])
         let id = try string(o, "id", required: true)!
         guard Identifier.isValidChannelID(id) else {
             throw APIError.invalid("id", "must be 1-128 characters of A-Z a-z 0-9 . _ - :")
@@ -22,6 +23,21 @@ extension APIServer {
         let storageText = try string(o, "storage_policy", required: false) ?? "none"
         guard let storage = StoragePolicy(rawValue: storageText) else {
             throw APIError.invalid("storage_policy", "must be none or most-recent")
+        }
+        var settings = ChannelSettings()
+        if let v = o["catch_up"], v != .null {
+            guard let b = v.boolValue else { throw APIError.invalid("catch_up", "must be true or false") }
+            settings.catchUp = b
+        }
+        if let v = o["min_interval_ms"], v != .null {
+            guard let n = v.intValue, (0...86_400_000).contains(n) else { throw APIError.invalid("min_interval_ms", "must be 0-86400000") }
+            settings.minIntervalMillis = n
+        }
+        if let v = o["priority10_budget_per_hour"], v != .null {
+            guard let n = v.intValue, (0...100_000).contains(n) else {
+                throw APIError.invalid("priority10_budget_per_hour", "must be 0-100000 (0: no budget)")
+            }
+            settings.priority10BudgetPerHour = n
         }
         if try store.channel(id: id) != nil { throw StoreError.channelExists(id) }
         var apnsID: String?
@@ -44,7 +60,9 @@ extension APIServer {
         }
         let ch: Channel
         do {
-            ch = try store.createChannel(id: id, bundleID: bundle, mode: mode, environment: env, storagePolicy: storage, apnsChannelID: apnsID)
+            ch = try store.createChannel(
+                id: id, bundleID: bundle, mode: mode, environment: env, storagePolicy: storage, apnsChannelID: apnsID,
+                settings: settings)
         } catch {
             if let apnsID { try? channelManagers(env)?.delete(bundleID: bundle, channelID: apnsID) }
             throw error

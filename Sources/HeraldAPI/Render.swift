@@ -13,6 +13,10 @@ enum Render {
             "apns_channel_id": c.apnsChannelID.map { .string($0) } ?? .null, "state": .string(c.isOpen ? "open" : "closed"),
             "created_at": seconds(c.createdAtMillis), "closed_at": seconds(c.closedAtMillis),
             "last_event": lastEvent.map(event) ?? .null,
+            "settings": .object([
+                "catch_up": .bool(c.catchUp), "min_interval_ms": .int(c.minIntervalMillis),
+                "priority10_budget_per_hour": .int(c.priority10BudgetPerHour),
+            ]),
         ]
         if let counts {
             o["subscribers"] = .object([

@@ -25,12 +25,17 @@ enum ChannelsCommand: HeraldCommand {
         let mode = try args.choice("--mode", modes)
         let env = try args.choice("--env", environments)
         let storage = try args.choice("--storage", storagePolicies)
+        let noCatchUp = args.flag("--no-catch-up")
+        let interval = try args.intOption("--min-interval-ms", range: 0...86_400_000)
+        let budget = try args.intOption("--priority10-budget", range: 0...100_000)
         let id = try args.positional("channel ID")
         try args.finish()
         guard let bundle, !bundle.isEmpty else { throw UsageError("--bundle-id is required (the app's bundle ID)") }
         let body = JSON.object([
             ("id", .string(id)), ("bundle_id", .string(bundle)), ("mode", mode.map(JSON.string)),
             ("environment", env.map(JSON.string)), ("storage_policy", storage.map(JSON.string)),
+            ("catch_up", noCatchUp ? .bool(false) : nil), ("min_interval_ms", interval.map { JSON.int(Int64($0)) }),
+            ("priority10_budget_per_hour", budget.map { JSON.int(Int64($0)) }),
         ])
         let channel = try opts.client().call("POST", "/v1/channels", body: body)
         if opts.json {

@@ -33,6 +33,7 @@ extension ChannelsCommand {
         """
         Usage: herald channels create ID --bundle-id B [--mode fanout|broadcast|hybrid]
                                       [--env sandbox|production] [--storage none|most-recent]
+                                      [--no-catch-up] [--min-interval-ms MS] [--priority10-budget N]
 
         Creates channel ID (POST /v1/channels) and prints it.
 
@@ -42,6 +43,10 @@ extension ChannelsCommand {
                               or hybrid (both) (default: the server's, fanout)
           --env E             APNs environment: sandbox or production (default: the server's, production)
           --storage S         APNs message storage for broadcast: none or most-recent (default: none)
+          --no-catch-up       do not send late joiners the current state (default: send it)
+          --min-interval-ms MS  start updates at least MS apart; a waiting update is replaced by a
+                              newer one (default 0)
+          --priority10-budget N  priority-10 events per rolling hour, then priority 5 (default 0: no budget)
 
         \(AdminOptions.helpText)
 

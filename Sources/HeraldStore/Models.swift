@@ -54,6 +54,28 @@ public struct Channel: Sendable, Equatable {
     public var closedAtMillis: Int64?
 }
 
+/// Per-channel delivery settings (design, delivery 9; issue #3's priority budget).
+public struct ChannelSettings: Sendable, Equatable {
+    /// Late joiners get the current state at once.
+    public var catchUp: Bool = true
+    /// Updates start at least this far apart (a waiting update is replaced by a newer one).
+    public var minIntervalMillis: Int64 = 0
+    /// Priority-10 events per rolling hour; beyond, priority 5. 0: no budget.
+    public var priority10BudgetPerHour: Int64 = 0
+
+    public init(catchUp: Bool = true, minIntervalMillis: Int64 = 0, priority10BudgetPerHour: Int64 = 0) {
+        self.catchUp = catchUp
+        self.minIntervalMillis = minIntervalMillis
+        self.priority10BudgetPerHour = priority10BudgetPerHour
+    }
+}
+
+extension Channel {
+    public var settings: ChannelSettings {
+        ChannelSettings(catchUp: catchUp, minIntervalMillis: minIntervalMillis, priority10BudgetPerHour: priority10BudgetPerHour)
+    }
+}
+
 /// The event states of the progress API.
 public enum EventState: String, Sendable, CaseIterable, Codable {
     case queued, sending, done, superseded, failed

@@ -34,18 +34,20 @@ extension Store {
     /// ids are not reused, so old events stay unambiguous).
     public func createChannel(
         id: String, bundleID: String, mode: ChannelMode, environment: APNSEnvironment, storagePolicy: StoragePolicy,
-        apnsChannelID: String?
+        apnsChannelID: String?, settings: ChannelSettings = ChannelSettings()
     ) throws -> Channel {
         let now = clock.nowMillis()
         return try write { c in
             if try Self.loadChannel(c, id: id) != nil { throw StoreError.channelExists(id) }
             try c.run(
                 """
-                INSERT INTO channels (id, bundle_id, mode, environment, storage_policy, apns_channel_id, created_at_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO channels (id, bundle_id, mode, environment, storage_policy, apns_channel_id, created_at_ms,
+                                      catch_up, min_interval_ms, p10_budget_per_hour)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.text(id), .text(bundleID), .text(mode.rawValue), .text(environment.rawValue), .text(storagePolicy.rawValue),
-                 apnsChannelID.map { .text($0) } ?? .null, .integer(now)])
+                 apnsChannelID.map { .text($0) } ?? .null, .integer(now), .integer(settings.catchUp ? 1 : 0),
+                 .integer(settings.minIntervalMillis), .integer(settings.priority10BudgetPerHour)])
             return try Self.loadChannel(c, id: id)!
         }
     }

@@ -23,8 +23,25 @@ import Testing
         #expect(c["closed_at"] == .null)
         #expect(c["last_event"] == .null)
         #expect(c["subscribers"] == ["activity": 0, "push_to_start": 0, "total": 0])
+        #expect(c["settings"] == ["catch_up": true, "min_interval_ms": 0, "priority10_budget_per_hour": 0])
         let created = try #require(c["created_at"]?.intValue)
         #expect(created >= before && created <= nowSeconds())
+    }
+
+    @Test func deliverySettingsAreTakenAtCreationAndCheckedAtTheDoor() throws {
+        let fx = try Live.api()
+        let id = unique("tuned")
+        let r = try fx.admin(
+            "POST", "/v1/channels",
+            json: ["id": .string(id), "bundle_id": "com.example.app", "catch_up": false, "min_interval_ms": 2000, "priority10_budget_per_hour": 12])
+        #expect(r.status == 201)
+        #expect(r.json?["settings"] == ["catch_up": false, "min_interval_ms": 2000, "priority10_budget_per_hour": 12])
+        #expect(try fx.admin("GET", "/v1/channels/\(id)").json?["settings"]?["min_interval_ms"] == 2000)
+        for (field, bad) in [("catch_up", JSON.string("yes")), ("min_interval_ms", -1), ("priority10_budget_per_hour", 1.5)] {
+            let e = try fx.admin("POST", "/v1/channels", json: ["id": .string(unique("bad")), "bundle_id": "com.example.app", .init(field): bad])
+            #expect(e.status == 422, "\(field)")
+            #expect(e.errorCode == "invalid_field")
+        }
     }
 
     @Test(arguments: [("broadcast", "most-recent", 1), ("hybrid", "none", 0), ("broadcast", "none", 0)])

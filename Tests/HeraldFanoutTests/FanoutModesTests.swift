@@ -78,8 +78,7 @@ import HeraldTestSupport
 
     @Test func thePriorityBudgetDowngradesToFive() throws {
         let fx = try FanoutFixture(connections: 1)
-        try fx.channel("m")
-        _ = try fx.store.db.write { c in try c.run("UPDATE channels SET p10_budget_per_hour = 1 WHERE id = 'm'") }
+        try fx.channel("m", settings: ChannelSettings(priority10BudgetPerHour: 1))
         let t = makeTokens(1, seed: 27)
         try fx.subscribe("m", t)
         let a = try fx.waitFinished(try fx.publish("m", extra: ["alert": ["title": "Goal"]]))
@@ -87,5 +86,28 @@ import HeraldTestSupport
         #expect(a.priority == 10)
         #expect(b.priority == 5)
         #expect(fx.sim.sim.pushes(to: t[0]).map(\.priority) == [10, 5])
+    }
+
+    @Test func aMinimumIntervalHoldsUpdatesBackAndTheLatestWins() throws {
+        let fx = try FanoutFixture(connections: 1)
+        try fx.channel("m", settings: ChannelSettings(minIntervalMillis: 600))
+        let t = makeTokens(3, seed: 28)
+        try fx.subscribe("m", t)
+        let r1 = try fx.waitFinished(try fx.publish("m", state: ["score": 1]))
+        // Both arrive inside the interval: they wait, and the second replaces the first.
+        let u2 = try fx.publish("m", state: ["score": 2])
+        let u3 = try fx.publish("m", state: ["score": 3])
+        let r3 = try fx.waitFinished(u3)
+        let r2 = try fx.waitFinished(u2)
+        #expect(r1.state == .done)
+        #expect(r2.state == .superseded, "a waiting update is replaced by a newer one")
+        #expect(r3.state == .done)
+        let gap = Double(r3.startedAtMillis! - r1.startedAtMillis!) / 1000
+        #expect(gap >= 0.6, "updates started \(gap) s apart")
+        for token in t { #expect(fx.sim.sim.pushes(to: token).map(\.payload) == [r1.payload, r3.payload]) }
+        // An end is not held back.
+        let end = try fx.publish("m", .end, state: ["score": 3])
+        let rEnd = try fx.waitFinished(end)
+        #expect(Double(rEnd.startedAtMillis! - r3.startedAtMillis!) / 1000 < 0.6)
     }
 }

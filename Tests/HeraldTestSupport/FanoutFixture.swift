@@ -48,12 +48,14 @@ public final class FanoutFixture: @unchecked Sendable {
     /// Creates a channel (and its APNs channel for broadcast modes).
     @discardableResult
     public func channel(
-        _ id: String, mode: ChannelMode = .fanout, storage: StoragePolicy = .none, bundle: String = "com.example.app"
+        _ id: String, mode: ChannelMode = .fanout, storage: StoragePolicy = .none, bundle: String = "com.example.app",
+        settings: ChannelSettings = ChannelSettings()
     ) throws -> Channel {
         var apnsID: String?
         if mode.usesBroadcast { apnsID = try channels.create(bundleID: bundle, storagePolicy: storage.apnsValue) }
         return try store.createChannel(
-            id: id, bundleID: bundle, mode: mode, environment: .sandbox, storagePolicy: storage, apnsChannelID: apnsID)
+            id: id, bundleID: bundle, mode: mode, environment: .sandbox, storagePolicy: storage, apnsChannelID: apnsID,
+            settings: settings)
     }
 
     /// Registers `tokens` (hex) on a channel.
