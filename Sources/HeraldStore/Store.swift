@@ -61,20 +61,18 @@ public final class Store: Sendable {
 
     /// Runs a write, translating database failures into `StoreError`.
     func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
-        do {
-            return try db.write(body)
-        } catch let e as StoreError {
-            throw e
-        } catch let e as DatabaseError {
-            throw StoreError.from(e)
-        } catch let e as SQLiteError {
-            throw StoreError.from(e)
-        }
+        try translatingErrors { try db.write(body) }
     }
 
+    /// Runs a read on a pooled connection, translating database failures into `StoreError`.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try translatingErrors { try db.read(body) }
+    }
+
+    /// The one place database errors become `StoreError` (503s the API can answer).
+    private func translatingErrors<T>(_ work: () throws -> T) throws -> T {
         do {
-            return try db.read(body)
+            return try work()
         } catch let e as StoreError {
             throw e
         } catch let e as DatabaseError {

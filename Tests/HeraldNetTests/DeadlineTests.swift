@@ -13,6 +13,28 @@ final class GoesDeaf: HTTP2ServerDelegate, @unchecked Sendable {
     func http2ServerClosed(_ c: HTTP2ServerConnection, error: NetError?) {}
 }
 
+/// Starts a TLS HTTP/2 listener on 127.0.0.1:0 answering with `delegate`.
+func startListener(on loop: EventLoop, _ delegate: HTTP2ServerDelegate) throws -> HTTP2Listener {
+    let box = UncheckedBox(delegate)
+    let listener = try HTTP2Listener(
+        host: "127.0.0.1", port: 0, loops: [loop],
+        tls: try TLSContext.server(certificateChainFile: TestCertificate.cert, privateKeyFile: TestCertificate.key),
+        config: HTTP2ServerConfig(), logger: .discard, delegate: { box.value })
+    listener.start()
+    return listener
+}
+
+/// A client connection to `listener` with `config`, reporting to `collector`; connected.
+func connectClient(on loop: EventLoop, to listener: HTTP2Listener, config: HTTP2ClientConfig, collector: Collector) throws -> HTTP2ClientConnection {
+    let conn = HTTP2ClientConnection(
+        loop: loop, target: HostPort(host: "127.0.0.1", port: listener.address.port),
+        tls: try TLSContext.client(caFile: TestCertificate.cert), config: config)
+    conn.delegate = collector
+    loop.execute { conn.connect() }
+    collector.ready.wait()
+    return conn
+}
+
 @Suite struct DeadlineTests {
     @Test func aTLSPeerThatNeverAnswersTimesOutTheHandshake() throws {
         // A TCP listener that accepts and then says nothing.
@@ -38,24 +60,14 @@ final class GoesDeaf: HTTP2ServerDelegate, @unchecked Sendable {
         let serverLoop = try EventLoop(name: "server")
         let loop = try EventLoop(name: "client")
         defer { loop.shutdown(); serverLoop.shutdown() }
-        let deaf = GoesDeaf()
-        let listener = try HTTP2Listener(
-            host: "127.0.0.1", port: 0, loops: [serverLoop],
-            tls: try TLSContext.server(certificateChainFile: TestCertificate.cert, privateKeyFile: TestCertificate.key),
-            config: HTTP2ServerConfig(), logger: .discard, delegate: { deaf })
-        listener.start()
+        let listener = try startListener(on: serverLoop, GoesDeaf())
         defer { listener.stop() }
         var config = HTTP2ClientConfig()
         config.pingAfterIdle = 0.2
         config.pingTimeout = 0.5
         let collector = Collector()
         collector.expected = 1
-        let conn = HTTP2ClientConnection(
-            loop: loop, target: HostPort(host: "127.0.0.1", port: listener.address.port),
-            tls: try TLSContext.client(caFile: TestCertificate.cert), config: config)
-        conn.delegate = collector
-        loop.execute { conn.connect() }
-        collector.ready.wait()
+        let conn = try connectClient(on: loop, to: listener, config: config, collector: collector)
         loop.execute {
             _ = conn.submit(HTTP2Request(method: "GET", path: "/"), context: Box(0))
             conn.flush()
@@ -78,23 +90,13 @@ final class GoesDeaf: HTTP2ServerDelegate, @unchecked Sendable {
         let serverLoop = try EventLoop(name: "server")
         let loop = try EventLoop(name: "client")
         defer { loop.shutdown(); serverLoop.shutdown() }
-        let silent = Silent()
-        let listener = try HTTP2Listener(
-            host: "127.0.0.1", port: 0, loops: [serverLoop],
-            tls: try TLSContext.server(certificateChainFile: TestCertificate.cert, privateKeyFile: TestCertificate.key),
-            config: HTTP2ServerConfig(), logger: .discard, delegate: { silent })
-        listener.start()
+        let listener = try startListener(on: serverLoop, Silent())
         defer { listener.stop() }
         var config = HTTP2ClientConfig()
         config.streamTimeout = 0.5
         let collector = Collector()
         collector.expected = 1
-        let conn = HTTP2ClientConnection(
-            loop: loop, target: HostPort(host: "127.0.0.1", port: listener.address.port),
-            tls: try TLSContext.client(caFile: TestCertificate.cert), config: config)
-        conn.delegate = collector
-        loop.execute { conn.connect() }
-        collector.ready.wait()
+        let conn = try connectClient(on: loop, to: listener, config: config, collector: collector)
         loop.execute {
             _ = conn.submit(HTTP2Request(method: "GET", path: "/"), context: Box(0))
             conn.flush()
