@@ -89,7 +89,7 @@ let package = Package(
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "HeraldHostileTests",
-            dependencies: ["HeraldAPI", "HeraldCore", "HeraldHTTPServer", "HeraldSimulator", "HeraldTestSupport"],
+            dependencies: ["HeraldAPI", "HeraldCore", "HeraldFanout", "HeraldHTTPServer", "HeraldSender", "HeraldSimulator", "HeraldTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "HeraldTests",
