@@ -1,5 +1,6 @@
 import Foundation
 
+#if HERALD_FUZZING
 /// Hands the process to libFuzzer (fuzz builds only, see scripts/fuzz).
 ///
 /// SwiftPM's own `--sanitize=fuzzer` links libFuzzer's `main()` into every executable of
@@ -27,6 +28,8 @@ enum LibFuzzer {
         }
     }
 }
+
+#endif
 
 /// Runs every file given (a folder: every file in it) through the selected target once:
 /// the regression corpus in a plain build. A finding traps, as under libFuzzer.
