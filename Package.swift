@@ -57,6 +57,12 @@ let package = Package(
             name: "herald-bench", dependencies: ["HeraldSender", "HeraldCrypto"], path: "Benchmarks/Sources/herald-bench",
             swiftSettings: strict),
 
+        // Fuzz targets (scripts/fuzz, Benchmarks/fuzz-long.sh): one libFuzzer executable for all of
+        // them, the target picked by HERALD_FUZZ_TARGET; built with the sanitizer recipe only there.
+        .executableTarget(
+            name: "herald-fuzz", dependencies: ["HeraldAPI", "HeraldAPNS", "HeraldCore", "HeraldCrypto", "HeraldNet", "HeraldSimulator"],
+            path: "Fuzz/Sources/herald-fuzz", swiftSettings: strict),
+
         // Build tool: embeds Migrations/*.sql into the binary so one file deploys.
         .executableTarget(name: "EmbedMigrationsTool", path: "Plugins/EmbedMigrationsTool"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["EmbedMigrationsTool"]),
@@ -81,6 +87,10 @@ let package = Package(
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "HeraldHostileTests",
+            dependencies: ["HeraldAPI", "HeraldCore", "HeraldFanout", "HeraldHTTPServer", "HeraldSender", "HeraldSimulator", "HeraldTestSupport"],
+            swiftSettings: strict),
         .testTarget(
             name: "HeraldTests",
             dependencies: ["HeraldCLI", "HeraldAPI", "HeraldSimulator", "HeraldSender", "HeraldFanout", "HeraldStore", "HeraldTestSupport", "HeraldSQL"],

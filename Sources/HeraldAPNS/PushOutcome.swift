@@ -45,7 +45,11 @@ public enum PushOutcome: Sendable, Equatable {
             if let r = json["reason"]?.stringValue { reason = APNSReason(r) }
             timestamp = json["timestamp"]?.intValue
         }
-        let after = retryAfter.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        // Delay-seconds (RFC 9110 §10.2.3). A value that cannot be one ("-7", "nan", "inf")
+        // is ignored, as if absent, rather than carried into the retry as a delay.
+        let after = retryAfter.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }.flatMap {
+            $0.isFinite && $0 >= 0 ? $0 : nil
+        }
         switch (status, reason) {
         case (410, _):
             return .dropToken(reason: reason == .unknown("") ? .unregistered : reason, since: timestamp)

@@ -70,17 +70,23 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         self.logger = logger.with(subsystem: "fanout")
         self.metrics = FanoutMetrics(metrics)
         clock = store.clock
-        let box = UncheckedBox(self)
+        // Weak: the registry keeps the sampler and `self.metrics` keeps the registry; a strong
+        // capture made a cycle that leaked every engine (LeakSanitizer, scripts/sanitizers).
         metrics.sampledGauge(
             "herald_queue_depth", help: "Items waiting in a named internal queue.", labels: ["queue": "fanout_inbox"]
-        ) { Double(box.value.inboxDepth) }
+        ) { [weak self] in Double(self?.inboxDepth ?? 0) }
     }
 
     /// Starts the scheduler thread; it first resumes every unfinished event.
     public func start() {
-        let t = Thread { [self] in
-            self.run()
-            self.finished.signal()
+        // Weak: the engine keeps `thread`, and Foundation's Thread keeps its closure after it
+        // returns, so a strong capture leaked every stopped engine with its pools
+        // (LeakSanitizer; Tests/HeraldHostileTests/LeakRegressionTests). `run` holds it while
+        // it runs.
+        let finished = self.finished
+        let t = Thread { [weak self] in
+            self?.run()
+            finished.signal()
         }
         t.name = "fanout"
         t.stackSize = 1 << 21

@@ -129,7 +129,10 @@ public final class EventLoop: @unchecked Sendable {
     public func schedule(after seconds: Double, _ fn: @escaping () -> Void) -> LoopTimer {
         assert(inEventLoop)
         timerSeq &+= 1
-        let t = LoopTimer(deadline: Monotonic.nanos() &+ UInt64(max(0, seconds) * 1e9), seq: timerSeq, fn: fn)
+        // Clamped to ~31 years: a larger delay (or +inf) would trap converting to UInt64
+        // nanoseconds; NaN and negatives mean "now".
+        let nanos = seconds > 0 ? UInt64(min(seconds, 1e9) * 1e9) : 0
+        let t = LoopTimer(deadline: Monotonic.nanos() &+ nanos, seq: timerSeq, fn: fn)
         timers.push(t)
         return t
     }

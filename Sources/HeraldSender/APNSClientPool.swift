@@ -349,9 +349,11 @@ public final class APNSClientPool: @unchecked Sendable {
 
     private func registerGauges(_ registry: MetricsRegistry) {
         let labels = ["pool": config.name]
-        let box = UncheckedBox(self)
+        // Weak: the registry keeps the sampler and the pool's metrics keep the registry, so
+        // a strong capture made a cycle that leaked every pool with its buffers, TLS context
+        // and loop (LeakSanitizer, scripts/sanitizers). A pool that is gone samples 0.
         registry.sampledGauge(
             "herald_apns_pending_requests", help: "Requests accepted by the APNs pool and not finished.", labels: labels
-        ) { Double(box.value.pending) }
+        ) { [weak self] in Double(self?.pending ?? 0) }
     }
 }

@@ -29,6 +29,11 @@ public struct SimulatorFaults: Sendable, Equatable {
 
     public init() {}
 
+    /// The longest `latency-ms` and `slow-read-ms` accepted: an hour. Larger values (or
+    /// "inf") would reach the event loop as a timer it cannot hold (UInt64 nanoseconds) and
+    /// crash the simulator on its next request (found by scripts/fuzz, target faults).
+    public static let maxDelayMillis: Double = 3_600_000
+
     /// Parses `500=0.05,503=0.05,429=0.02,latency-ms=5,goaway-after=1000,goaway-reason=Shutdown,
     /// dead-rate=0.01,retry-after=1,slow-read-ms=2,streams-after-error=1`. Nil (with the bad
     /// item) on anything unknown.
@@ -45,13 +50,13 @@ public struct SimulatorFaults: Sendable, Equatable {
                     return .failure(.badFaults("'\(item)': a status 400-599 and a probability 0-1"))
                 }
                 f.errorRates[status] = p
-            case "latency-ms": guard let n = num, n >= 0 else { return .failure(.badFaults(item)) }; f.latency = n / 1000
+            case "latency-ms": guard let n = num, (0...maxDelayMillis).contains(n) else { return .failure(.badFaults(item)) }; f.latency = n / 1000
             case "goaway-after": guard let n = Int(v), n > 0 else { return .failure(.badFaults(item)) }; f.goAwayAfterStreams = n
             case "goaway-reason": f.goAwayReason = v
             case "dead-rate": guard let n = num, (0...1).contains(n) else { return .failure(.badFaults(item)) }; f.deadTokenRate = n
             case "bad-token-rate": guard let n = num, (0...1).contains(n) else { return .failure(.badFaults(item)) }; f.badTokenRate = n
             case "retry-after": guard let n = Int(v), n >= 0 else { return .failure(.badFaults(item)) }; f.retryAfter = n
-            case "slow-read-ms": guard let n = num, n >= 0 else { return .failure(.badFaults(item)) }; f.slowRead = n / 1000
+            case "slow-read-ms": guard let n = num, (0...maxDelayMillis).contains(n) else { return .failure(.badFaults(item)) }; f.slowRead = n / 1000
             case "streams-after-error": guard let n = UInt32(v) else { return .failure(.badFaults(item)) }; f.streamsAfterError = n
             default: return .failure(.badFaults("unknown fault '\(k)'"))
             }
