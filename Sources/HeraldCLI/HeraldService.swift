@@ -57,6 +57,7 @@ final class HeraldService: Sendable {
         apiConfig.http.threads = s.httpThreads
         apiConfig.http.maxConnections = max(s.httpMaxConnections, s.httpThreads)
         apiConfig.http.connectionTimeoutSeconds = s.httpTimeout
+        apiConfig.http.perIPConnectionLimit = s.httpMaxConnectionsPerIP
         apiConfig.adminToken = Redacted(adminToken)
         let pools = self.pools
         let handler = APIServer(

@@ -31,6 +31,7 @@ struct ServeSettings: Sendable {
         ServeOption(flag: "--apns-connections", env: "HERALD_APNS_CONNECTIONS", defaultValue: "4", help: "token-push connections per environment"),
         ServeOption(flag: "--http-threads", env: "HERALD_HTTP_THREADS", defaultValue: "4", help: "API worker threads"),
         ServeOption(flag: "--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", defaultValue: "1024", help: "open API connections at most"),
+        ServeOption(flag: "--http-max-connections-per-ip", env: "HERALD_HTTP_MAX_CONNECTIONS_PER_IP", defaultValue: "0", help: "open API connections per client address at most (0: no limit; set it when clients are not behind one proxy)"),
         ServeOption(flag: "--http-timeout", env: "HERALD_HTTP_TIMEOUT", defaultValue: "30", help: "seconds an idle or stalled API connection is kept"),
         ServeOption(flag: "--log-level", env: "HERALD_LOG_LEVEL", defaultValue: "info", help: "debug, info, warning or error (JSON lines on stderr)"),
     ]
@@ -51,6 +52,7 @@ struct ServeSettings: Sendable {
     var apnsConnections = 4
     var httpThreads = 4
     var httpMaxConnections = 1024
+    var httpMaxConnectionsPerIP = 0
     var httpTimeout = 30
     var logLevel = LogLevel.info
     var checkConfig = false
@@ -83,6 +85,7 @@ struct ServeSettings: Sendable {
         s.apnsConnections = try args.intOption("--apns-connections", env: "HERALD_APNS_CONNECTIONS", range: 1...64) ?? 4
         s.httpThreads = try args.intOption("--http-threads", env: "HERALD_HTTP_THREADS", range: 1...256) ?? 4
         s.httpMaxConnections = try args.intOption("--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", range: 1...100_000) ?? 1024
+        s.httpMaxConnectionsPerIP = try args.intOption("--http-max-connections-per-ip", env: "HERALD_HTTP_MAX_CONNECTIONS_PER_IP", range: 0...100_000) ?? 0
         s.httpTimeout = try args.intOption("--http-timeout", env: "HERALD_HTTP_TIMEOUT", range: 1...3600) ?? 30
         let level = try args.option("--log-level", env: "HERALD_LOG_LEVEL", default: "info")
         guard let l = LogLevel(name: level) else { throw UsageError("--log-level must be debug, info, warning or error") }
