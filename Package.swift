@@ -82,6 +82,10 @@ let package = Package(
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
         .testTarget(
+            name: "HeraldFaultTests",
+            dependencies: ["HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldSQL", "HeraldAPNS", "HeraldCore"],
+            swiftSettings: strict),
+        .testTarget(
             name: "HeraldTests",
             dependencies: ["HeraldCLI", "HeraldAPI", "HeraldSimulator", "HeraldSender", "HeraldFanout", "HeraldStore", "HeraldTestSupport", "HeraldSQL"],
             swiftSettings: strict),

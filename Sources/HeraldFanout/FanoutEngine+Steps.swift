@@ -117,6 +117,8 @@ extension FanoutEngine {
         do {
             try store.markSending(eventID: run.record.id, targets: run.counters.targets, passStart: run.passStart, priority: run.priority)
         } catch {
+            // Checkpoints of an event the database does not know is sending are not kept.
+            run.checkpointFailing = true
             logger.error("fanout.mark_sending_failed", ["event_id": .string(run.record.id), "error": .string("\(error)")])
         }
         metrics.activeEvents.add(1)
@@ -180,6 +182,11 @@ extension FanoutEngine {
             return true
         }
         guard !run.scanDone, run.inFlight.count < config.maxBatchesInFlight, let scanner else { return false }
+        // The duplicate window: never more than this many batches past the last committed
+        // checkpoint (unless checkpoints cannot be written at all).
+        guard run.checkpointFailing || run.batchesRead - run.batchesCommitted < config.maxBatchesPastCheckpoint else {
+            return false
+        }
         var rows: [(token: [UInt8], registeredAtMillis: Int64)] = []
         do {
             while true {
@@ -202,7 +209,10 @@ extension FanoutEngine {
             return false
         }
         guard !rows.isEmpty else { return run.scanDone }
-        let b = Batch(run: run, tokens: rows.map(\.token), registeredAt: rows.map(\.registeredAtMillis), wrapped: run.scanWrapped)
+        let b = Batch(
+            run: run, ordinal: run.batchesRead, tokens: rows.map(\.token), registeredAt: rows.map(\.registeredAtMillis),
+            wrapped: run.scanWrapped)
+        run.batchesRead += 1
         run.scanCursor = b.last
         if !run.scanDone && rows.count < config.batchSize && !run.scanWrapped {
             // Phase one ended inside this batch: continue with the wrap-around.
@@ -267,10 +277,20 @@ extension FanoutEngine {
         let now = clock.now()
         for ch in channels.values {
             for run in [ch.active].compactMap({ $0 }) + ch.draining where run.started {
-                if run.checkpointDirty && now - run.lastCheckpointWrite >= config.checkpointInterval {
+                // Every interval, and as soon as half the duplicate window is answered (so
+                // the window rarely holds the sender back).
+                let due = now - run.lastCheckpointWrite >= config.checkpointInterval
+                    || run.batchesCheckpointed - run.batchesWritten >= max(1, config.maxBatchesPastCheckpoint / 2)
+                if run.checkpointDirty && due {
                     run.checkpointDirty = false
                     run.lastCheckpointWrite = now
-                    store.checkpoint(eventID: run.record.id, cursor: run.checkpointCursor, wrapped: run.checkpointWrapped, counters: run.counters)
+                    run.batchesWritten = run.batchesCheckpointed
+                    let id = run.record.id
+                    let batches = run.batchesCheckpointed
+                    store.checkpoint(eventID: id, cursor: run.checkpointCursor, wrapped: run.checkpointWrapped, counters: run.counters) {
+                        [weak self] error in
+                        self?.post(error.map { .checkpointFailed(eventID: id, error: "\($0)") } ?? .checkpointed(eventID: id, batches: batches))
+                    }
                 }
             }
         }

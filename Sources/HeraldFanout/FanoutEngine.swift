@@ -48,6 +48,9 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         case closed(String)
         case catchUp(channelID: String, token: [UInt8])
         case targets(eventID: String, count: Int64)
+        /// A checkpoint write of the event covering `batches` batches committed (or failed).
+        case checkpointed(eventID: String, batches: Int)
+        case checkpointFailed(eventID: String, error: String)
     }
 
     final class CatchUp {
@@ -222,7 +225,31 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
             for ch in channels.values {
                 if let a = ch.active, a.record.id == id { a.counters.targets = n }
             }
+        case .checkpointed(let id, let batches):
+            guard let run = run(eventID: id) else { return }
+            run.batchesCommitted = max(run.batchesCommitted, batches)
+            if run.checkpointFailing {
+                run.checkpointFailing = false
+                logger.info("fanout.checkpoint_recovered", ["event_id": .string(id)])
+            }
+        case .checkpointFailed(let id, let error):
+            guard let run = run(eventID: id) else { return }
+            // Written again at the next interval; meanwhile sending is not held back.
+            run.checkpointDirty = true
+            if !run.checkpointFailing {
+                run.checkpointFailing = true
+                logger.error("fanout.checkpoint_failed", ["event_id": .string(id), "error": .string(error)])
+            }
         }
+    }
+
+    /// The active or draining run of event `id`.
+    func run(eventID id: String) -> EventRun? {
+        for ch in channels.values {
+            if let a = ch.active, a.record.id == id { return a }
+            if let d = ch.draining.first(where: { $0.record.id == id }) { return d }
+        }
+        return nil
     }
 
     private func accept(eventID: String) {
