@@ -256,7 +256,13 @@ extension FanoutEngine {
                 eventID: run.record.id, state: state, counters: run.counters, reason: run.stopReason,
                 supersededBy: run.supersededBy)
         } catch {
+            // The event stays `sending` in the database until this is written (housekeeping
+            // retries it), so a reader never sees it stuck after the disk recovers.
             logger.error("fanout.finish_failed", ["event_id": .string(run.record.id), "error": .string("\(error)")])
+            unrecordedFinishes.append(
+                UnrecordedFinish(
+                    eventID: run.record.id, state: state, counters: run.counters, reason: run.stopReason,
+                    supersededBy: run.supersededBy))
         }
         if run.started {
             metrics.activeEvents.add(-1)
@@ -291,6 +297,19 @@ extension FanoutEngine {
                         [weak self] error in
                         self?.post(error.map { .checkpointFailed(eventID: id, error: "\($0)") } ?? .checkpointed(eventID: id, batches: batches))
                     }
+                }
+            }
+        }
+        if !unrecordedFinishes.isEmpty && now - lastFinishRetry >= config.checkpointInterval {
+            lastFinishRetry = now
+            unrecordedFinishes = unrecordedFinishes.filter { f in
+                do {
+                    try store.finishEvent(
+                        eventID: f.eventID, state: f.state, counters: f.counters, reason: f.reason, supersededBy: f.supersededBy)
+                    logger.info("fanout.finish_recorded", ["event_id": .string(f.eventID), "state": .string(f.state.rawValue)])
+                    return false
+                } catch {
+                    return true
                 }
             }
         }

@@ -41,6 +41,8 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     var pendingBroadcasts: [(APNSRequest, APNSEnvironment)] = []
     var lastSweep = 0.0
     var random = FastRandom()
+    var unrecordedFinishes: [UnrecordedFinish] = []
+    var lastFinishRetry = 0.0
 
     enum Message {
         case event(String)
@@ -51,6 +53,15 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         /// A checkpoint write of the event covering `batches` batches committed (or failed).
         case checkpointed(eventID: String, batches: Int)
         case checkpointFailed(eventID: String, error: String)
+    }
+
+    /// A final state the database did not take (disk full): written again until it does.
+    struct UnrecordedFinish {
+        let eventID: String
+        let state: EventState
+        let counters: EventCounters
+        let reason: String?
+        let supersededBy: String?
     }
 
     final class CatchUp {
