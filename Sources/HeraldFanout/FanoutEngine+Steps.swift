@@ -114,12 +114,15 @@ extension FanoutEngine {
                 ch.priority10Sends.append(now)
             }
         }
-        do {
-            try store.markSending(eventID: run.record.id, targets: run.counters.targets, passStart: run.passStart, priority: run.priority)
-        } catch {
-            // Checkpoints of an event the database does not know is sending are not kept.
-            run.checkpointFailing = true
-            logger.error("fanout.mark_sending_failed", ["event_id": .string(run.record.id), "error": .string("\(error)")])
+        // Queued, not waited for: the scheduler must not wait for a commit per event. Its
+        // checkpoints and end are queued after it, so they never land before it; if it
+        // fails, checkpoints of an event the database does not know is sending are not kept.
+        let id = run.record.id
+        store.markSending(eventID: id, targets: run.counters.targets, passStart: run.passStart, priority: run.priority) {
+            [weak self] error in
+            guard let self, let error else { return }
+            self.logger.error("fanout.mark_sending_failed", ["event_id": .string(id), "error": .string("\(error)")])
+            self.post(.checkpointFailed(eventID: id, error: "\(error)"))
         }
         metrics.activeEvents.add(1)
         if run.usesTokens {
@@ -251,18 +254,17 @@ extension FanoutEngine {
         if run.counters.targets < run.counters.sent + run.counters.failed + run.counters.pruned {
             run.counters.targets = run.counters.sent + run.counters.failed + run.counters.pruned
         }
-        do {
-            try store.finishEvent(
-                eventID: run.record.id, state: state, counters: run.counters, reason: run.stopReason,
-                supersededBy: run.supersededBy)
-        } catch {
-            // The event stays `sending` in the database until this is written (housekeeping
-            // retries it), so a reader never sees it stuck after the disk recovers.
-            logger.error("fanout.finish_failed", ["event_id": .string(run.record.id), "error": .string("\(error)")])
-            unrecordedFinishes.append(
-                UnrecordedFinish(
-                    eventID: run.record.id, state: state, counters: run.counters, reason: run.stopReason,
-                    supersededBy: run.supersededBy))
+        // Queued, not waited for (a stream of superseded updates would otherwise cost the
+        // scheduler one commit each, and it would fall behind the publishers). If the
+        // database refuses it, it is written again until taken (housekeeping), so the event
+        // does not stay `sending` after the disk recovers.
+        let end = UnrecordedFinish(
+            eventID: run.record.id, state: state, counters: run.counters, reason: run.stopReason, supersededBy: run.supersededBy)
+        store.finishEvent(
+            eventID: end.eventID, state: end.state, counters: end.counters, reason: end.reason, supersededBy: end.supersededBy
+        ) { [weak self] error in
+            guard let error else { return }
+            self?.post(.finishFailed(end, error: "\(error)"))
         }
         if run.started {
             metrics.activeEvents.add(-1)

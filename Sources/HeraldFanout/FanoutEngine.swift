@@ -53,10 +53,12 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         /// A checkpoint write of the event covering `batches` batches committed (or failed).
         case checkpointed(eventID: String, batches: Int)
         case checkpointFailed(eventID: String, error: String)
+        /// The database refused an event's final state: written again later.
+        case finishFailed(UnrecordedFinish, error: String)
     }
 
     /// A final state the database did not take (disk full): written again until it does.
-    struct UnrecordedFinish {
+    struct UnrecordedFinish: Sendable {
         let eventID: String
         let state: EventState
         let counters: EventCounters
@@ -243,6 +245,9 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
                 run.checkpointFailing = false
                 logger.info("fanout.checkpoint_recovered", ["event_id": .string(id)])
             }
+        case .finishFailed(let end, let error):
+            logger.error("fanout.finish_failed", ["event_id": .string(end.eventID), "error": .string(error)])
+            unrecordedFinishes.append(end)
         case .checkpointFailed(let id, let error):
             guard let run = run(eventID: id) else { return }
             // Written again at the next interval; meanwhile sending is not held back.
