@@ -247,6 +247,11 @@ extension FanoutEngine {
 
     /// Records the final state of a run.
     func finish(_ run: EventRun, in ch: ChannelRun) {
+        // A batch the sender had no room for when the run stopped is never sent; its
+        // requests point back at it (their context), so it must let go of them or the pair
+        // outlives the run.
+        run.unsubmitted?.requests = []
+        run.unsubmitted = nil
         flushPrunes(run, ch, final: true)
         var state = run.stopState ?? .done
         if run.stopState == nil && run.usesTokens == false && run.record.broadcastState == "failed" { state = .failed }
