@@ -70,10 +70,11 @@ extension FaultTests {
 
         @Test func tenKillsMidFanOutLoseNothingAndResendOnlyTheWindow() throws {
             let window = 32 * 500  // docs/operations.md, "After a crash"
-            var random = FastRandom(seed: UInt64(Date().timeIntervalSince1970 * 1000))
-            let seed = random.next()
-            random = FastRandom(seed: seed)
-            print("kills: seed \(seed)")
+            // Random kill points; HERALD_FAULT_SEED replays a run (the seed is printed).
+            var clockRandom = FastRandom(seed: UInt64(Date().timeIntervalSince1970 * 1000))
+            let seed = ProcessInfo.processInfo.environment["HERALD_FAULT_SEED"].flatMap { UInt64($0) } ?? clockRandom.next()
+            var random = FastRandom(seed: seed)
+            print("kills: seed \(seed) (HERALD_FAULT_SEED=\(seed) replays these kill points)")
             // A slow APNs: 4 connections × 50 streams, 5 ms per answer.
             let h = try ServedHerald {
                 $0.maxConcurrentStreams = 50
