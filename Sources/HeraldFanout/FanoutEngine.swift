@@ -239,7 +239,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
                 if let a = ch.active, a.record.id == id { a.counters.targets = n }
             }
         case .checkpointed(let id, let batches):
-            guard let run = run(eventID: id) else { return }
+            guard let run = eventRun(id: id) else { return }
             run.batchesCommitted = max(run.batchesCommitted, batches)
             if run.checkpointFailing {
                 run.checkpointFailing = false
@@ -249,7 +249,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
             logger.error("fanout.finish_failed", ["event_id": .string(end.eventID), "error": .string(error)])
             unrecordedFinishes.append(end)
         case .checkpointFailed(let id, let error):
-            guard let run = run(eventID: id) else { return }
+            guard let run = eventRun(id: id) else { return }
             // Written again at the next interval; meanwhile sending is not held back.
             run.checkpointDirty = true
             if !run.checkpointFailing {
@@ -260,7 +260,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     }
 
     /// The active or draining run of event `id`.
-    func run(eventID id: String) -> EventRun? {
+    func eventRun(id: String) -> EventRun? {
         for ch in channels.values {
             if let a = ch.active, a.record.id == id { return a }
             if let d = ch.draining.first(where: { $0.record.id == id }) { return d }

@@ -203,6 +203,9 @@ extension FaultTests {
             let m = try h.serve.metrics()
             #expect(m.sum("herald_apns_retries_total", Self.pool) == Double(n) * Double(Self.maxAttempts - 1))
             #expect(m.sum("herald_apns_requests_total", Self.pool.merging(["result": "exhausted"]) { $1 }) == Double(n))
+            #expect(
+                m.sum("herald_apns_requests_total", Self.pool.merging(["result": "exhausted", "reason": "ServiceUnavailable"]) { $1 })
+                    == Double(n))
             #expect(m.sum("herald_events_total", ["state": "done"]) == 1)
             #expect(m.sum("herald_fanout_pushes_total", ["result": "failed"]) == Double(n))
             // The backoff draws at least half of each bound: 7.75 s in all.
