@@ -9,6 +9,9 @@
 # JSON error (it then waits that long and tries again). Every 10 s a line: publishes, rate,
 # publish→202 latency, errors, the server's RSS. At the end: every channel's last event must
 # end and sampled subscribers must hold it; then name=value lines. Exit 1 on any error.
+# Memory: `anon` (RssAnon) is the heap, which levels off once SQLite's page caches are full
+# (32 MiB per connection); VmRSS also counts the database file, which SQLite maps (up to
+# 256 MiB) and which grows with every event kept (7 days).
 #
 #   Benchmarks/soak.sh [MINUTES]          default 10
 #   SOAK_FAULTS=500=0.01,goaway-after=5000 Benchmarks/soak.sh 30     APNs faults too (apns-sim --faults)
