@@ -92,6 +92,10 @@ let package = Package(
             dependencies: ["HeraldAPI", "HeraldCore", "HeraldFanout", "HeraldHTTPServer", "HeraldSender", "HeraldSimulator", "HeraldTestSupport"],
             swiftSettings: strict),
         .testTarget(
+            name: "HeraldFaultTests",
+            dependencies: ["HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldSQL", "HeraldAPNS", "HeraldCore"],
+            swiftSettings: strict),
+        .testTarget(
             name: "HeraldTests",
             dependencies: ["HeraldCLI", "HeraldAPI", "HeraldSimulator", "HeraldSender", "HeraldFanout", "HeraldStore", "HeraldTestSupport", "HeraldSQL"],
             swiftSettings: strict),

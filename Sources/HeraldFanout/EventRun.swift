@@ -6,6 +6,8 @@ import HeraldStore
 /// Tokens read together, sent together, and checkpointed together once all answered.
 final class Batch {
     unowned let run: EventRun
+    /// Its index among the batches of this run (since the run started or resumed).
+    let ordinal: Int
     let tokens: [[UInt8]]
     let registeredAt: [Int64]
     /// The last token of the batch and the pass phase it belongs to: the checkpoint once
@@ -15,8 +17,9 @@ final class Batch {
     var remaining: Int
     var requests: [APNSRequest] = []
 
-    init(run: EventRun, tokens: [[UInt8]], registeredAt: [Int64], wrapped: Bool) {
+    init(run: EventRun, ordinal: Int, tokens: [[UInt8]], registeredAt: [Int64], wrapped: Bool) {
         self.run = run
+        self.ordinal = ordinal
         self.tokens = tokens
         self.registeredAt = registeredAt
         last = tokens.last ?? []
@@ -48,6 +51,16 @@ final class EventRun {
     var checkpointWrapped: Bool
     var checkpointDirty = false
     var lastCheckpointWrite = 0.0
+    /// Batches read so far; batches the in-memory checkpoint covers; those the last
+    /// checkpoint write covers; those the last committed write covers (the duplicate
+    /// window is `batchesRead - batchesCommitted`).
+    var batchesRead = 0
+    var batchesCheckpointed = 0
+    var batchesWritten = 0
+    var batchesCommitted = 0
+    /// The last checkpoint (or `markSending`) write failed: the window cannot be kept, so
+    /// sending is not held back by it until a checkpoint commits again.
+    var checkpointFailing = false
 
     var inFlight = RingBuffer<Batch>(capacity: 32)
     var unsubmitted: Batch?
@@ -108,6 +121,7 @@ final class EventRun {
             checkpointCursor = b.last
             checkpointWrapped = b.wrapped
             checkpointDirty = true
+            batchesCheckpointed = b.ordinal + 1
         }
     }
 

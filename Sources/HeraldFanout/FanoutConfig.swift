@@ -6,9 +6,14 @@ public struct FanoutConfig: Sendable {
     /// Tokens read from the registry and handed to the sender per step; also the unit of
     /// round-robin fairness between channels.
     public var batchSize = 500
-    /// Batches in flight per event before the scheduler waits for answers (bounds memory
-    /// and the duplicate window after a crash).
+    /// Batches in flight per event before the scheduler waits for answers (bounds memory).
     public var maxBatchesInFlight = 16
+    /// Batches read per event past the last checkpoint the database committed, before the
+    /// scheduler waits for the next commit. This is the duplicate window: after a crash, at
+    /// most `maxBatchesPastCheckpoint × batchSize` tokens per event (16 000 by default) get
+    /// the event again (docs/operations.md). A checkpoint is written as soon as half of it
+    /// is answered. While checkpoint writes fail (disk full), sending goes on without it.
+    public var maxBatchesPastCheckpoint = 32
     /// How often progress is checkpointed to the database.
     public var checkpointInterval: Double = 0.25
     /// Pruning guard (design, delivery 10): when at least `pruneGuardMinSample` answers of

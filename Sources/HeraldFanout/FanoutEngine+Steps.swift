@@ -114,10 +114,15 @@ extension FanoutEngine {
                 ch.priority10Sends.append(now)
             }
         }
-        do {
-            try store.markSending(eventID: run.record.id, targets: run.counters.targets, passStart: run.passStart, priority: run.priority)
-        } catch {
-            logger.error("fanout.mark_sending_failed", ["event_id": .string(run.record.id), "error": .string("\(error)")])
+        // Queued, not waited for: the scheduler must not wait for a commit per event. Its
+        // checkpoints and end are queued after it, so they never land before it; if it
+        // fails, checkpoints of an event the database does not know is sending are not kept.
+        let id = run.record.id
+        store.markSending(eventID: id, targets: run.counters.targets, passStart: run.passStart, priority: run.priority) {
+            [weak self] error in
+            guard let self, let error else { return }
+            self.logger.error("fanout.mark_sending_failed", ["event_id": .string(id), "error": .string("\(error)")])
+            self.post(.checkpointFailed(eventID: id, error: "\(error)"))
         }
         metrics.activeEvents.add(1)
         if run.usesTokens {
@@ -180,6 +185,11 @@ extension FanoutEngine {
             return true
         }
         guard !run.scanDone, run.inFlight.count < config.maxBatchesInFlight, let scanner else { return false }
+        // The duplicate window: never more than this many batches past the last committed
+        // checkpoint (unless checkpoints cannot be written at all).
+        guard run.checkpointFailing || run.batchesRead - run.batchesCommitted < config.maxBatchesPastCheckpoint else {
+            return false
+        }
         var rows: [(token: [UInt8], registeredAtMillis: Int64)] = []
         do {
             while true {
@@ -202,7 +212,10 @@ extension FanoutEngine {
             return false
         }
         guard !rows.isEmpty else { return run.scanDone }
-        let b = Batch(run: run, tokens: rows.map(\.token), registeredAt: rows.map(\.registeredAtMillis), wrapped: run.scanWrapped)
+        let b = Batch(
+            run: run, ordinal: run.batchesRead, tokens: rows.map(\.token), registeredAt: rows.map(\.registeredAtMillis),
+            wrapped: run.scanWrapped)
+        run.batchesRead += 1
         run.scanCursor = b.last
         if !run.scanDone && rows.count < config.batchSize && !run.scanWrapped {
             // Phase one ended inside this batch: continue with the wrap-around.
@@ -234,6 +247,11 @@ extension FanoutEngine {
 
     /// Records the final state of a run.
     func finish(_ run: EventRun, in ch: ChannelRun) {
+        // A batch the sender had no room for when the run stopped is never sent; its
+        // requests point back at it (their context), so it must let go of them or the pair
+        // outlives the run.
+        run.unsubmitted?.requests = []
+        run.unsubmitted = nil
         flushPrunes(run, ch, final: true)
         var state = run.stopState ?? .done
         if run.stopState == nil && run.usesTokens == false && run.record.broadcastState == "failed" { state = .failed }
@@ -241,12 +259,17 @@ extension FanoutEngine {
         if run.counters.targets < run.counters.sent + run.counters.failed + run.counters.pruned {
             run.counters.targets = run.counters.sent + run.counters.failed + run.counters.pruned
         }
-        do {
-            try store.finishEvent(
-                eventID: run.record.id, state: state, counters: run.counters, reason: run.stopReason,
-                supersededBy: run.supersededBy)
-        } catch {
-            logger.error("fanout.finish_failed", ["event_id": .string(run.record.id), "error": .string("\(error)")])
+        // Queued, not waited for (a stream of superseded updates would otherwise cost the
+        // scheduler one commit each, and it would fall behind the publishers). If the
+        // database refuses it, it is written again until taken (housekeeping), so the event
+        // does not stay `sending` after the disk recovers.
+        let end = UnrecordedFinish(
+            eventID: run.record.id, state: state, counters: run.counters, reason: run.stopReason, supersededBy: run.supersededBy)
+        store.finishEvent(
+            eventID: end.eventID, state: end.state, counters: end.counters, reason: end.reason, supersededBy: end.supersededBy
+        ) { [weak self] error in
+            guard let error else { return }
+            self?.post(.finishFailed(end, error: "\(error)"))
         }
         if run.started {
             metrics.activeEvents.add(-1)
@@ -267,10 +290,33 @@ extension FanoutEngine {
         let now = clock.now()
         for ch in channels.values {
             for run in [ch.active].compactMap({ $0 }) + ch.draining where run.started {
-                if run.checkpointDirty && now - run.lastCheckpointWrite >= config.checkpointInterval {
+                // Every interval, and as soon as half the duplicate window is answered (so
+                // the window rarely holds the sender back).
+                let due = now - run.lastCheckpointWrite >= config.checkpointInterval
+                    || run.batchesCheckpointed - run.batchesWritten >= max(1, config.maxBatchesPastCheckpoint / 2)
+                if run.checkpointDirty && due {
                     run.checkpointDirty = false
                     run.lastCheckpointWrite = now
-                    store.checkpoint(eventID: run.record.id, cursor: run.checkpointCursor, wrapped: run.checkpointWrapped, counters: run.counters)
+                    run.batchesWritten = run.batchesCheckpointed
+                    let id = run.record.id
+                    let batches = run.batchesCheckpointed
+                    store.checkpoint(eventID: id, cursor: run.checkpointCursor, wrapped: run.checkpointWrapped, counters: run.counters) {
+                        [weak self] error in
+                        self?.post(error.map { .checkpointFailed(eventID: id, error: "\($0)") } ?? .checkpointed(eventID: id, batches: batches))
+                    }
+                }
+            }
+        }
+        if !unrecordedFinishes.isEmpty && now - lastFinishRetry >= config.checkpointInterval {
+            lastFinishRetry = now
+            unrecordedFinishes = unrecordedFinishes.filter { f in
+                do {
+                    try store.finishEvent(
+                        eventID: f.eventID, state: f.state, counters: f.counters, reason: f.reason, supersededBy: f.supersededBy)
+                    logger.info("fanout.finish_recorded", ["event_id": .string(f.eventID), "state": .string(f.state.rawValue)])
+                    return false
+                } catch {
+                    return true
                 }
             }
         }

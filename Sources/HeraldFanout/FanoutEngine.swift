@@ -41,6 +41,8 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     var pendingBroadcasts: [(APNSRequest, APNSEnvironment)] = []
     var lastSweep = 0.0
     var random = FastRandom()
+    var unrecordedFinishes: [UnrecordedFinish] = []
+    var lastFinishRetry = 0.0
 
     enum Message {
         case event(String)
@@ -48,6 +50,20 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         case closed(String)
         case catchUp(channelID: String, token: [UInt8])
         case targets(eventID: String, count: Int64)
+        /// A checkpoint write of the event covering `batches` batches committed (or failed).
+        case checkpointed(eventID: String, batches: Int)
+        case checkpointFailed(eventID: String, error: String)
+        /// The database refused an event's final state: written again later.
+        case finishFailed(UnrecordedFinish, error: String)
+    }
+
+    /// A final state the database did not take (disk full): written again until it does.
+    struct UnrecordedFinish: Sendable {
+        let eventID: String
+        let state: EventState
+        let counters: EventCounters
+        let reason: String?
+        let supersededBy: String?
     }
 
     final class CatchUp {
@@ -229,7 +245,34 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
             for ch in channels.values {
                 if let a = ch.active, a.record.id == id { a.counters.targets = n }
             }
+        case .checkpointed(let id, let batches):
+            guard let run = eventRun(id: id) else { return }
+            run.batchesCommitted = max(run.batchesCommitted, batches)
+            if run.checkpointFailing {
+                run.checkpointFailing = false
+                logger.info("fanout.checkpoint_recovered", ["event_id": .string(id)])
+            }
+        case .finishFailed(let end, let error):
+            logger.error("fanout.finish_failed", ["event_id": .string(end.eventID), "error": .string(error)])
+            unrecordedFinishes.append(end)
+        case .checkpointFailed(let id, let error):
+            guard let run = eventRun(id: id) else { return }
+            // Written again at the next interval; meanwhile sending is not held back.
+            run.checkpointDirty = true
+            if !run.checkpointFailing {
+                run.checkpointFailing = true
+                logger.error("fanout.checkpoint_failed", ["event_id": .string(id), "error": .string(error)])
+            }
         }
+    }
+
+    /// The active or draining run of event `id`.
+    func eventRun(id: String) -> EventRun? {
+        for ch in channels.values {
+            if let a = ch.active, a.record.id == id { return a }
+            if let d = ch.draining.first(where: { $0.record.id == id }) { return d }
+        }
+        return nil
     }
 
     private func accept(eventID: String) {

@@ -189,13 +189,36 @@ extension Store {
 
     /// Marks an event `sending` with its targets and where its pass starts.
     public func markSending(eventID: String, targets: Int64, passStart: [UInt8], priority: Int) throws {
-        let now = clock.nowMillis()
-        try write { c in
+        try write(Self.markSendingJob(eventID: eventID, targets: targets, passStart: passStart, priority: priority, now: clock.nowMillis()))
+    }
+
+    /// As `markSending`, but queued: returns at once, `completion` runs on the writer thread
+    /// once it committed (nil) or failed. Writes are applied in the order they are queued, so
+    /// a later checkpoint or finish of the event never lands before it.
+    public func markSending(
+        eventID: String, targets: Int64, passStart: [UInt8], priority: Int, completion: @escaping @Sendable (Error?) -> Void
+    ) {
+        queue(Self.markSendingJob(eventID: eventID, targets: targets, passStart: passStart, priority: priority, now: clock.nowMillis()), completion)
+    }
+
+    static func markSendingJob(eventID: String, targets: Int64, passStart: [UInt8], priority: Int, now: Int64) -> @Sendable (SQLiteConnection) throws -> Void {
+        { c in
             _ = try c.run(
                 """
                 UPDATE events SET state = 'sending', started_at_ms = COALESCE(started_at_ms, ?), targets = ?,
                     pass_start = ?, cursor = COALESCE(cursor, ?), priority = ? WHERE id = ?
                 """, [.integer(now), .integer(targets), .blob(passStart), .blob(passStart), .integer(Int64(priority)), .text(eventID)])
+        }
+    }
+
+    /// Queues `body` on the writer; `completion` gets nil once committed, or the error.
+    func queue(_ body: @escaping @Sendable (SQLiteConnection) throws -> Void, _ completion: @escaping @Sendable (Error?) -> Void) {
+        do {
+            try db.write(body, completion: { r in
+                if case .failure(let e) = r { completion(e) } else { completion(nil) }
+            })
+        } catch {
+            completion(error)
         }
     }
 
@@ -226,8 +249,28 @@ extension Store {
     public func finishEvent(
         eventID: String, state: EventState, counters: EventCounters, reason: String? = nil, supersededBy: String? = nil
     ) throws {
-        let now = clock.nowMillis()
-        try write { c in
+        try write(
+            Self.finishJob(
+                eventID: eventID, state: state, counters: counters, reason: reason, supersededBy: supersededBy, now: clock.nowMillis()))
+    }
+
+    /// As `finishEvent`, but queued (the scheduler must not wait for a commit per event):
+    /// returns at once; `completion` runs on the writer thread with nil once committed, or
+    /// the error. Applied in queue order after the event's earlier writes.
+    public func finishEvent(
+        eventID: String, state: EventState, counters: EventCounters, reason: String?, supersededBy: String?,
+        completion: @escaping @Sendable (Error?) -> Void
+    ) {
+        queue(
+            Self.finishJob(
+                eventID: eventID, state: state, counters: counters, reason: reason, supersededBy: supersededBy, now: clock.nowMillis()),
+            completion)
+    }
+
+    static func finishJob(
+        eventID: String, state: EventState, counters: EventCounters, reason: String?, supersededBy: String?, now: Int64
+    ) -> @Sendable (SQLiteConnection) throws -> Void {
+        { c in
             _ = try c.run(
                 """
                 UPDATE events SET state = ?, finished_at_ms = ?, failure_reason = ?, superseded_by = ?,
