@@ -8,15 +8,15 @@ import HeraldCore
 /// values), but as strictly as the other bodies: an unknown field is refused rather than
 /// ignored (a typo such as `"unsubscibe"` would otherwise answer 200 and do nothing), and a
 /// wrongly typed member is a 422 naming the entry, not an "invalid JSON" 400.
-struct BatchBody: Decodable {
-    struct Entry {
-        var token: String
-        var kind: String?
-        var expiresAt: Int64?
+package struct BatchBody: Decodable {
+    package struct Entry {
+        package var token: String
+        package var kind: String?
+        package var expiresAt: Int64?
     }
 
-    var subscribe: [Entry] = []
-    var unsubscribe: [String] = []
+    package var subscribe: [Entry] = []
+    package var unsubscribe: [String] = []
 
     static let fields: Set<String> = ["subscribe", "unsubscribe"]
     static let entryFields: Set<String> = ["token", "kind", "expires_at"]
@@ -24,7 +24,7 @@ struct BatchBody: Decodable {
     /// Parses `bytes`. Throws `APIError`: 400 `invalid_json` when they are not JSON, 400
     /// `invalid_body` when not an object, 422 `unknown_field` / `missing_field` /
     /// `invalid_field` naming the member at fault. Any thread.
-    static func decode(_ bytes: [UInt8]) throws -> BatchBody {
+    package static func decode(_ bytes: [UInt8]) throws -> BatchBody {
         do {
             return try JSONDecoder().decode(BatchBody.self, from: Data(bytes))
         } catch {
@@ -38,7 +38,7 @@ struct BatchBody: Decodable {
         }
     }
 
-    init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)
         if let k = c.allKeys.map(\.stringValue).sorted().first(where: { !Self.fields.contains($0) }) {
             throw APIError(422, "unknown_field", "unknown field '\(k)'; expected subscribe, unsubscribe")

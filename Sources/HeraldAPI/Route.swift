@@ -2,7 +2,7 @@ import Foundation
 import HeraldHTTPServer
 
 /// The routes of the contract. `label` is the metrics label (closed set, no ids).
-enum Route: Equatable {
+package enum Route: Equatable {
     case healthz, readyz, metrics
     case channels, channel(String)
     case keys, key(String)
@@ -10,7 +10,7 @@ enum Route: Equatable {
     case subscriptionsBatch(channel: String)
     case events(channel: String), event(channel: String, id: String)
 
-    var label: String {
+    package var label: String {
         switch self {
         case .healthz: "/healthz"
         case .readyz: "/readyz"
@@ -27,7 +27,7 @@ enum Route: Equatable {
     }
 
     /// Methods each route answers (405 with `Allow` for the rest).
-    var methods: [String] {
+    package var methods: [String] {
         switch self {
         case .healthz, .readyz, .metrics: ["GET", "HEAD"]
         case .channels, .keys: ["GET", "POST"]
@@ -41,7 +41,7 @@ enum Route: Equatable {
 
     /// Matches the raw (undecoded) path segment by segment, so an encoded `/` inside an id
     /// can never be taken for a separator.
-    init?(rawPath: String) {
+    package init?(rawPath: String) {
         var p = rawPath
         if p.count > 1 && p.hasSuffix("/") { p.removeLast() }
         let raw = p.split(separator: "/", omittingEmptySubsequences: false).dropFirst()

@@ -1,6 +1,6 @@
 import HeraldCore
 
-@testable import HeraldAPI
+import HeraldAPI
 
 /// `POST /v1/channels/{id}/subscriptions:batch` bodies. `BatchBody` decodes with a typed
 /// decoder (for speed) while the other bodies go through the `JSON` tree; this target holds

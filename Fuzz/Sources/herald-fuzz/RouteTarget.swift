@@ -1,6 +1,6 @@
 import Foundation
 
-@testable import HeraldAPI
+import HeraldAPI
 
 /// `Route(rawPath:)`: the raw request path is matched segment by segment and each segment
 /// percent-decoded. A matched route, written back with every id fully percent-encoded, must
