@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import HeraldCore
 import HeraldSQL
 
@@ -103,7 +106,16 @@ extension Store {
                 "INSERT OR IGNORE INTO subscriptions (channel, kind, token, registered_at_ms, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)")
             let upd = try c.prepare(
                 "UPDATE subscriptions SET registered_at_ms = ?4, expires_at = ?5 WHERE channel = ?1 AND kind = ?2 AND token = ?3")
-            for s in subscribe {
+            // In key order: consecutive inserts land on the same or the next B-tree page, which
+            // the page cache still holds (random tokens in arrival order cost ~30% more at 1M).
+            // Stable, so a token listed twice in one batch still ends as its last entry says.
+            let order = subscribe.indices.sorted { a, b in
+                let x = subscribe[a], y = subscribe[b]
+                if x.kind.code != y.kind.code { return x.kind.code < y.kind.code }
+                let c = Self.compareBytes(x.token, y.token)
+                return c != 0 ? c < 0 : a < b
+            }
+            for s in order.lazy.map({ subscribe[$0] }) {
                 let exp: Int64? = s.kind == .activity ? min(s.expiresAt ?? activityExp, activityExp) : s.expiresAt
                 for st in [ins, upd] {
                     st.reset()
@@ -129,6 +141,15 @@ extension Store {
             }
             return r
         }
+    }
+
+    /// memcmp order, shorter first on a tie (SQLite's BLOB order). Not `lexicographicallyPrecedes`:
+    /// a 200k-token batch is sorted in ~0.1 s this way.
+    static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int32 {
+        let c = a.withUnsafeBufferPointer { pa in
+            b.withUnsafeBufferPointer { pb in memcmp(pa.baseAddress!, pb.baseAddress!, min(pa.count, pb.count)) }
+        }
+        return c != 0 ? c : Int32(a.count) - Int32(b.count)
     }
 
     /// Removes a token APNs reported dead, unless it was registered at or after `beforeMillis`

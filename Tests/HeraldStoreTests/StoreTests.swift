@@ -139,6 +139,24 @@ let tokenB: [UInt8] = Array(repeating: 0xbb, count: 32)
         #expect(throws: StoreError.subscriptionNotFound) { try t.store.unregister(channelID: "m", token: tokenB) }
     }
 
+    @Test func aBatchIsAppliedInKeyOrderButATokenListedTwiceEndsAsItsLastEntrySays() throws {
+        let t = try TempStore()
+        let ch = try t.channel()
+        // The store sorts a batch by token before inserting; the sort must keep arrival order
+        // among equal keys.
+        let r = try t.store.batch(
+            channelID: "m",
+            subscribe: [
+                SubscriptionInput(token: tokenB, kind: .pushToStart, expiresAt: 1_796_100_000),
+                SubscriptionInput(token: tokenA, kind: .pushToStart, expiresAt: 1_796_200_000),
+                SubscriptionInput(token: tokenB, kind: .pushToStart, expiresAt: 1_796_000_500),
+            ],
+            unsubscribe: [])
+        #expect(r.subscribed == 2 && r.updated == 1)
+        #expect(try t.store.subscription(channelNum: ch.num, token: tokenB)?.expiresAt == 1_796_000_500)
+        #expect(try t.store.subscription(channelNum: ch.num, token: tokenA)?.expiresAt == 1_796_200_000)
+    }
+
     @Test func expiredSubscriptionsAreSweptInBoundedChunks() throws {
         let t = try TempStore()
         let ch = try t.channel()
