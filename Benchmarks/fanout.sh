@@ -2,7 +2,9 @@
 # Issue #5, figures 1 and 4: one channel with N subscribers, one update published through
 # the HTTP API; time from the 202 to the simulator holding all N. In the same run, h2load
 # sends N requests of the same size to the same simulator over the same connections and
-# streams: the limit. Prints both rates, the ratio, and the server's peak RSS.
+# streams: the limit. Prints both rates, the ratio, and the server's peak RSS during the
+# fan-out (VmHWM after clear_refs: the registration before it is not counted) and how much
+# of it the fan-out added to what the process held when it began.
 #
 #   Benchmarks/fanout.sh [N] [CONNECTIONS] [STREAMS]     defaults 1000000 4 1000
 source "$(dirname "$0")/lib.sh"
@@ -22,6 +24,7 @@ echo "registered $N tokens in $(python3 -c "print(f'{$T1-$T0:.1f}')") s"
 RSS_BEFORE=$(peak_rss_mib "$API_PID")
 # The fan-out's own peak: reset the kernel's high-water mark now (clear_refs 5).
 echo 5 > "/proc/$API_PID/clear_refs" 2>/dev/null || true
+RSS_START=$(awk '/VmRSS/ { printf "%.1f\n", $2/1024 }' "/proc/$API_PID/status")
 
 BODY='{"aps":{"event":"update","content-state":{"home":1,"away":0,"minute":63,"status":"live"}},"priority":5}'
 SIM_PID=${PIDS[0]}
@@ -50,5 +53,7 @@ echo "herald_fanout_seconds=$SECONDS_FANOUT"
 echo "herald_fanout_rate=$FANOUT_RATE"
 echo "h2load_rate=$H2"
 echo "ingest_peak_rss_mib=$RSS_BEFORE"
+echo "rss_at_fanout_start_mib=$RSS_START"
+echo "fanout_rss_growth_mib=$(python3 -c "print(f'{$PEAK-$RSS_START:.1f}')")"
 echo "peak_rss_mib=$PEAK"
 echo "fanout_vs_h2load_ratio=$(ratio "$FANOUT_RATE" "$H2")"

@@ -21,7 +21,8 @@ n, path = int(sys.argv[1]), sys.argv[2]
 kv = dict(l.strip().split("=", 1) for l in open(path) if "=" in l and not l.startswith("machine"))
 print(json.dumps({"subscribers": n, "rate": float(kv["herald_fanout_rate"]), "h2load": float(kv["h2load_rate"]),
   "ratio": float(kv["fanout_vs_h2load_ratio"]), "cpu_us": float(kv["herald_cpu_us_per_delivery"]),
-  "peak_rss_mib": float(kv["peak_rss_mib"]), "seconds": float(kv["herald_fanout_seconds"])}))
+  "peak_rss_mib": float(kv["peak_rss_mib"]), "rss_at_start_mib": float(kv["rss_at_fanout_start_mib"]),
+  "fanout_rss_growth_mib": float(kv["fanout_rss_growth_mib"]), "seconds": float(kv["herald_fanout_seconds"])}))
 PY
 )
   [ $first -eq 1 ] || echo "," >> "$RESULTS"
@@ -41,6 +42,8 @@ a.plot(n, [r["h2load"] for r in rows], "s--", label="h2load, same simulator (the
 a.set_xscale("log"); a.set_xlabel("subscribers"); a.set_ylabel("deliveries / s"); a.set_ylim(bottom=0)
 a.set_title("Fan-out rate"); a.legend(); a.grid(True, alpha=0.3)
 b.plot(n, [r["peak_rss_mib"] for r in rows], "o-", color="tab:red", label="peak RSS during the fan-out")
+b.plot(n, [r["rss_at_start_mib"] for r in rows], "s--", color="tab:orange", label="RSS when the fan-out began")
+b.plot(n, [r["fanout_rss_growth_mib"] for r in rows], "^-", color="tab:green", label="added by the fan-out")
 b.axhline(256, color="gray", linestyle=":", label="target 256 MiB")
 b.set_xscale("log"); b.set_xlabel("subscribers"); b.set_ylabel("MiB"); b.set_ylim(bottom=0)
 b.set_title("Memory of herald serve"); b.legend(); b.grid(True, alpha=0.3)
