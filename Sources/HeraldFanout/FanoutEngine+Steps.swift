@@ -212,6 +212,9 @@ extension FanoutEngine {
             return false
         }
         guard !rows.isEmpty else { return run.scanDone }
+        // The whole audience in one batch: the sender's express lane, ahead of the bulk of
+        // large fan-outs (fairness; design, delivery 7).
+        let express = run.batchesRead == 0 && run.scanDone
         let b = Batch(
             run: run, ordinal: run.batchesRead, tokens: rows.map(\.token), registeredAt: rows.map(\.registeredAtMillis),
             wrapped: run.scanWrapped)
@@ -225,7 +228,9 @@ extension FanoutEngine {
         let template = run.template!
         b.requests.reserveCapacity(rows.count)
         for (i, t) in b.tokens.enumerated() {
-            b.requests.append(APNSRequest(path: APNSRequests.tokenPath(Hex.encode(t)), template: template, context: b, index: i))
+            let r = APNSRequest(path: APNSRequests.tokenPath(Hex.encode(t)), template: template, context: b, index: i)
+            r.express = express
+            b.requests.append(r)
         }
         if tokens.trySubmit(b.requests) {
             b.requests = []

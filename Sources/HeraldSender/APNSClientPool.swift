@@ -26,7 +26,7 @@ public final class APNSClientPool: @unchecked Sendable {
     private var shutDown = false
 
     // Loop-confined.
-    var queue = RingBuffer<APNSRequest>(capacity: 4096)
+    var queue = SendQueue()
     var slots: [Slot] = []
     var draining: [ObjectIdentifier: HTTP2ClientConnection] = [:]
     var rr = 0
@@ -81,6 +81,24 @@ public final class APNSClientPool: @unchecked Sendable {
         guard !requests.isEmpty else { return true }
         capacity.lock()
         while pendingCount >= config.pendingLimit && !shutDown { capacity.wait() }
+        return enqueueAndUnlock(requests)
+    }
+
+    /// As `submit` but never blocks: false when the pool is full (for `express` requests:
+    /// twice as full).
+    public func trySubmit(_ requests: [APNSRequest]) -> Bool {
+        guard !requests.isEmpty else { return true }
+        capacity.lock()
+        let limit = requests[0].express ? 2 * config.pendingLimit : config.pendingLimit
+        guard pendingCount < limit else {
+            capacity.unlock()
+            return false
+        }
+        return enqueueAndUnlock(requests)
+    }
+
+    /// With `capacity` locked: hands `requests` to the loop (false after shutdown), unlocks.
+    private func enqueueAndUnlock(_ requests: [APNSRequest]) -> Bool {
         if shutDown {
             capacity.unlock()
             return false
@@ -94,17 +112,6 @@ public final class APNSClientPool: @unchecked Sendable {
             loop.execute { box.value.takeInbox() }
         }
         return true
-    }
-
-    /// As `submit` but never blocks: false when the pool is full.
-    public func trySubmit(_ requests: [APNSRequest]) -> Bool {
-        capacity.lock()
-        guard pendingCount < config.pendingLimit && !shutDown else {
-            capacity.unlock()
-            return false
-        }
-        capacity.unlock()
-        return submit(requests)
     }
 
     /// Unfinished requests (queued, in flight, waiting to retry). Any thread.

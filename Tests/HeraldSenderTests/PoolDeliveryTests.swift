@@ -37,6 +37,33 @@ import HeraldTestSupport
         #expect(fx.sim.stats().openConnections == 4)
     }
 
+    @Test func anExpressRequestGoesAheadOfTheBulkQueuedBeforeItAndPastTheLimit() throws {
+        let fx = try SimFixture { $0.faults.latency = 0.02 }
+        let (pool, _) = try fx.pool(connections: 1) {
+            $0.maxStreamsPerConnection = 10
+            $0.maxPending = 200
+        }
+        defer { pool.shutdown() }
+        let warm = ResultCollector()
+        pool.submit(requests(["aa"], tokenTemplate(warm, body: updatePayload(1))))
+        #expect(warm.wait(for: 1))
+        // 300 bulk requests: 10 streams of 20 ms each take ~0.6 s to clear them.
+        let bulk = ResultCollector()
+        pool.submit(requests(makeTokens(300), tokenTemplate(bulk, body: updatePayload(2))))
+        // Full for ordinary requests (300 pending, limit 200), not yet for express ones.
+        let late = ResultCollector()
+        #expect(!pool.trySubmit(requests(makeTokens(1, seed: 8), tokenTemplate(late, body: updatePayload(3)))))
+        let express = ResultCollector()
+        let r = requests(makeTokens(1, seed: 9), tokenTemplate(express, body: updatePayload(4)))
+        r[0].express = true
+        #expect(pool.trySubmit(r))
+        #expect(express.wait(for: 1, timeout: 10))
+        let bulkBefore = bulk.outcomes().count
+        #expect(bulkBefore < 60, "\(bulkBefore) of 300 bulk requests were answered before the express one")
+        #expect(bulk.wait(for: 300))
+        #expect(fx.sim.tokenCounts().count == 302)
+    }
+
     @Test func oneConnectionKeepsAThousandStreamsInFlight() throws {
         let fx = try SimFixture { $0.faults.latency = 0.2 }
         let (pool, _) = try fx.pool(connections: 1)

@@ -3,7 +3,9 @@ import HeraldCore
 
 /// Publish→first push: for each event, the time from sending the publish to the moment
 /// the simulator accepted the push for the channel's one device (the simulator stamps
-/// arrivals; both clocks are this machine's). Prints p50/p99/max in ms.
+/// arrivals; both clocks are this machine's). Prints p50/p99/max in ms. With `--while URL`
+/// (another event's progress), samples are taken only while that event is queued or
+/// sending: a sample that the other event's end overtook is dropped and the run stops.
 func runLatency(_ opts: [String: String]) {
     guard let api = opts["api"].flatMap(URL.init(string:)), let token = opts["token"],
         let sim = opts["sim-control"].flatMap(URL.init(string:)), let channel = opts["channel"], let device = opts["device"]
@@ -17,6 +19,14 @@ func runLatency(_ opts: [String: String]) {
         let (_, d) = simClient.call("GET", tokenURL)
         return (try? JSON.parse(d))?["pushes"]?.arrayValue ?? []
     }
+    let whileURL = opts["while"].flatMap(URL.init(string:))
+    func loaded() -> Bool {
+        guard let u = whileURL else { return true }
+        let (_, d) = client.call("GET", u)
+        let state = (try? JSON.parse(d))?["state"]?.stringValue
+        return state == "queued" || state == "sending"
+    }
+    guard loaded() else { fail("the event of --while is not running") }
     let before = pushes().count
     var latencies: [Double] = []
     let eventsURL = api.appendingPathComponent("v1/channels/\(channel)/events")
@@ -34,9 +44,15 @@ func runLatency(_ opts: [String: String]) {
         } while Date() < deadline
         guard got.count > before + i, let at = got[before + i]["received_at"]?.numberValue else { fail("event \(i) never arrived") }
         latencies.append((at - t0) * 1000)
+        if !loaded() {
+            latencies.removeLast()
+            break
+        }
         usleep(5_000)
     }
     let s = latencies.sorted()
+    guard !s.isEmpty else { fail("no sample taken") }
+    print("publish_samples_\(label)=\(s.count)")
     print(String(format: "publish_p50_%@_ms=%.1f", label, percentile(s, 0.5)))
     print(String(format: "publish_p99_%@_ms=%.1f", label, percentile(s, 0.99)))
     print(String(format: "publish_max_%@_ms=%.1f", label, s.last ?? 0))
