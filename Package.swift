@@ -21,11 +21,11 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CSystem"),  // epoll, eventfd: Linux headers Glibc's module lacks
+        .systemLibrary(name: "CSystem"),  // epoll, eventfd, prctl (thread names): Linux headers Glibc's module lacks
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // Foundations: no I/O of their own.
-        .target(name: "HeraldCore", swiftSettings: strict),
+        .target(name: "HeraldCore", dependencies: ["CSystem"], swiftSettings: strict),
         .target(name: "HeraldCrypto", dependencies: ["COpenSSL", "HeraldCore"], swiftSettings: strict),
         .target(name: "HeraldAPNS", dependencies: ["HeraldCore"], swiftSettings: strict),
 

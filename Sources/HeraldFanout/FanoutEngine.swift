@@ -101,6 +101,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         // it runs.
         let finished = self.finished
         let t = Thread { [weak self] in
+            ThreadName.set("fanout")
             self?.run()
             finished.signal()
         }

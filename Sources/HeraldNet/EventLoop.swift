@@ -51,7 +51,10 @@ public final class EventLoop: @unchecked Sendable {
             throw NetError.system("epoll_ctl", errno)
         }
         // The thread keeps the loop alive until `shutdown()`.
-        let t = Thread { [self] in self.run() }
+        let t = Thread { [self] in
+            ThreadName.set(name)
+            self.run()
+        }
         t.name = name
         t.stackSize = 1 << 20
         t.start()

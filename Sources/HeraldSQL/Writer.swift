@@ -43,7 +43,10 @@ final class Writer: @unchecked Sendable {
 
     /// Starts the dedicated thread (not the Swift cooperative pool: jobs block on fsync).
     func start() {
-        let thread = Thread { [self] in self.main() }
+        let thread = Thread { [self] in
+            ThreadName.set("db-writer")
+            self.main()
+        }
         thread.name = "herald-db-writer"
         thread.start()
     }

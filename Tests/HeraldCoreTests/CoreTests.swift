@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Synchronization
 
 @testable import HeraldCore
 
@@ -50,5 +51,21 @@ import Testing
         #expect(text.contains("herald_test_latency_seconds_bucket{le=\"0.1\"} 0\n"))
         #expect(text.contains("herald_test_latency_seconds_bucket{le=\"1\"} 1\n"))
         #expect(text.contains("herald_test_latency_seconds_count 1\n"))
+    }
+}
+
+@Suite struct ThreadNameTests {
+    @Test func aThreadNamedFromInsideShowsUnderThatNameToTheKernel() throws {
+        let seen = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let t = Thread {
+            ThreadName.set("apns-token-sandbox")  // 18 bytes: Linux keeps 15
+            let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+            seen.withLock { $0 = [ThreadName.current, comm.trimmingCharacters(in: .newlines)] }
+            done.signal()
+        }
+        t.start()
+        done.wait()
+        #expect(seen.withLock { $0 } == ["apns-token-sand", "apns-token-sand"])
     }
 }
