@@ -14,12 +14,17 @@ public protocol FDHandler: AnyObject {
 /// thread (style §7). Other threads hand it work with `execute`.
 ///
 /// `@unchecked Sendable`: the only state touched from other threads is `pending`
-/// (guarded by its Mutex) and the wake eventfd; everything else is loop-confined.
+/// (guarded by `pendingLock`) and the wake eventfd; everything else is loop-confined.
 public final class EventLoop: @unchecked Sendable {
     public let name: String
     private let epfd: Int32
     private let wakefd: Int32
-    private let pending = Mutex<[UncheckedBox<() -> Void>]>([])
+    /// Tasks from other threads, under `pendingLock`: an NSLock (pthread mutex), not a
+    /// `Mutex`, so ThreadSanitizer sees the ordering (Synchronization's Mutex locks with
+    /// futex(2) directly on Linux; TSan reported this handoff as a race when no wake-up
+    /// write happened to order it, scripts/sanitizers).
+    private let pendingLock = NSLock()
+    private var pending: [UncheckedBox<() -> Void>] = []
     private let stopping = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
     private let finished = DispatchSemaphore(value: 0)
@@ -78,10 +83,10 @@ public final class EventLoop: @unchecked Sendable {
     /// As `execute`, for closures that capture loop-confined (non-Sendable) objects: the
     /// caller promises the captured state is only touched on the loop.
     public func executeUnchecked(_ task: @escaping () -> Void) {
-        let wasEmpty = pending.withLock { p in
-            p.append(UncheckedBox(task))
-            return p.count == 1
-        }
+        pendingLock.lock()
+        pending.append(UncheckedBox(task))
+        let wasEmpty = pending.count == 1
+        pendingLock.unlock()
         if wasEmpty { wake() }
     }
 
@@ -177,11 +182,10 @@ public final class EventLoop: @unchecked Sendable {
 
     private func runPending() {
         // Tasks queued by tasks run in the next round, so one busy producer can't starve I/O.
-        let tasks = pending.withLock { p -> [UncheckedBox<() -> Void>] in
-            let t = p
-            p.removeAll(keepingCapacity: true)
-            return t
-        }
+        pendingLock.lock()
+        let tasks = pending
+        pending.removeAll(keepingCapacity: true)
+        pendingLock.unlock()
         for t in tasks { t.value() }
     }
 
@@ -197,7 +201,10 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func nextTimeoutMillis() -> Int32 {
-        if pending.withLock({ !$0.isEmpty }) { return 0 }
+        pendingLock.lock()
+        let hasPending = !pending.isEmpty
+        pendingLock.unlock()
+        if hasPending { return 0 }
         guard let top = timers.peek() else { return 1000 }
         let now = Monotonic.nanos()
         if top.deadline <= now { return 0 }
