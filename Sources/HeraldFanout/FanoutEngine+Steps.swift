@@ -294,7 +294,11 @@ extension FanoutEngine {
     func housekeeping() {
         let now = clock.now()
         for ch in channels.values {
-            for run in [ch.active].compactMap({ $0 }) + ch.draining where run.started {
+            // Not a stopped run (superseded, failed, channel closed): its unsent requests come
+            // back cancelled and complete their batches, so its checkpoint would move over
+            // tokens that never got the event. The event that superseded it starts from the
+            // checkpoint it had when it stopped (and wraps around), so nothing is lost.
+            for run in [ch.active].compactMap({ $0 }) + ch.draining where run.started && !run.stopped {
                 // Every interval, and as soon as half the duplicate window is answered (so
                 // the window rarely holds the sender back).
                 let due = now - run.lastCheckpointWrite >= config.checkpointInterval

@@ -134,7 +134,9 @@ extension FaultTests {
                 snapshots.append(snapshot)
                 // What a committed checkpoint calls finished really reached APNs.
                 for e in unfinished {
-                    uncoveredByCheckpoint += targets(e.channel, e.kind).filter { e.checkpointCovers($0) && snapshot[$0]?[e.id] == nil }.count
+                    let u = targets(e.channel, e.kind).filter { e.checkpointCovers($0) && snapshot[$0]?[e.id] == nil }.count
+                    if u > 0 { print("kills: kill \(life + 1): \(e.channel) \(e.kind) seq \(e.seq) (\(e.state)) covers \(u) tokens that never got it") }
+                    uncoveredByCheckpoint += u
                 }
                 print("kills: kill \(life + 1) at \(h.sim.sim.stats().accepted) pushes, unfinished \(unfinished.count), snapshot \(String(format: "%.2f", Date().timeIntervalSince(t0))) s")
                 try h.restart()
