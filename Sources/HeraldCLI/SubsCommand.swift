@@ -47,12 +47,18 @@ enum SubsCommand: HeraldCommand {
         "/v1/channels/" + AdminClient.segment(channel) + "/subscriptions/" + AdminClient.segment(token)
     }
 
-    static func add(_ args: inout Arguments, _ opts: AdminOptions, _ console: Console) throws -> Int32 {
-        let entry = try Entry.read(&args)
+    /// `CHANNEL TOKEN...`, the positionals of `add` and `remove`.
+    static func channelAndTokens(_ args: inout Arguments) throws -> (channel: String, tokens: [String]) {
         let channel = try args.positional("CHANNEL")
         let tokens = args.remainingPositionals()
         try args.finish()
         guard !tokens.isEmpty else { throw UsageError("missing TOKEN: one or more hex push tokens") }
+        return (channel, tokens)
+    }
+
+    static func add(_ args: inout Arguments, _ opts: AdminOptions, _ console: Console) throws -> Int32 {
+        let entry = try Entry.read(&args)
+        let (channel, tokens) = try channelAndTokens(&args)
         let client = try opts.client()
         if tokens.count == 1 {
             let reply = try client.exchange("PUT", tokenPath(channel, tokens[0]), body: entry.json())
@@ -78,10 +84,7 @@ enum SubsCommand: HeraldCommand {
     }
 
     static func remove(_ args: inout Arguments, _ opts: AdminOptions, _ console: Console) throws -> Int32 {
-        let channel = try args.positional("CHANNEL")
-        let tokens = args.remainingPositionals()
-        try args.finish()
-        guard !tokens.isEmpty else { throw UsageError("missing TOKEN: one or more hex push tokens") }
+        let (channel, tokens) = try channelAndTokens(&args)
         let client = try opts.client()
         if tokens.count == 1 {
             try client.call("DELETE", tokenPath(channel, tokens[0]))

@@ -47,7 +47,7 @@ final class Writer: @unchecked Sendable {
             ThreadName.set("db-writer")
             self.main()
         }
-        thread.name = "herald-db-writer"
+        thread.name = "db-writer"
         thread.start()
     }
 

@@ -84,12 +84,13 @@ public final class APNSClientPool: @unchecked Sendable {
         return enqueueAndUnlock(requests)
     }
 
-    /// As `submit` but never blocks: false when the pool is full (for `express` requests:
-    /// twice as full).
+    /// As `submit` but never blocks: false when the pool is full. A batch whose first
+    /// request is `express` may go a quarter past the limit (a small event gets in while
+    /// a large fan-out keeps the pool full).
     public func trySubmit(_ requests: [APNSRequest]) -> Bool {
         guard !requests.isEmpty else { return true }
         capacity.lock()
-        let limit = requests[0].express ? 2 * config.pendingLimit : config.pendingLimit
+        let limit = requests[0].express ? config.pendingLimit + config.pendingLimit / 4 : config.pendingLimit
         guard pendingCount < limit else {
             capacity.unlock()
             return false

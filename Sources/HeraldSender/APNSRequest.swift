@@ -74,7 +74,7 @@ public final class APNSRequest: @unchecked Sendable {
     public internal(set) var sentAtMillis: Int64 = 0
     var lastRetryable: PushOutcome?
     /// Sent ahead of every request without it that waits in the pool, and accepted by
-    /// `trySubmit` past the pool's pending limit (up to twice it). The fan-out sets it for an
+    /// `trySubmit` up to a quarter past the pool's pending limit. The fan-out sets it for an
     /// event whose whole audience fits in one batch, so a gate change to 200 passengers is
     /// not queued behind a million-token fan-out. Set before submitting.
     public var express = false
