@@ -67,6 +67,17 @@ import HeraldTestSupport
             if got.count == 2 { both += 1 }
         }
         #expect(Int64(both) == r1.counters.sent)
+        // v1's stored checkpoint covers only tokens that really got v1: its requests still
+        // queued when v2 arrived come back cancelled and complete their batches, which must
+        // not move it (after a crash, the database would claim progress that never happened).
+        let cursor = try #require(r1.cursor, "v1 was never checkpointed")
+        let covered = tokens.filter { t in
+            let b = Hex.decode(t)!
+            return b.lexicographicallyPrecedes(cursor) || b == cursor
+        }
+        let missed = covered.filter { fx.sim.sim.pushes(to: $0).first?.payload != r1.payload }.count
+        #expect(!covered.isEmpty)
+        #expect(missed == 0, "v1's checkpoint covers \(missed) of \(covered.count) tokens that never got v1")
     }
 
     @Test func anEndIsNeverSupersededAndUpdatesAfterItAreRefused() throws {
