@@ -10,8 +10,8 @@
 # publish→202 latency, errors, the server's RSS. At the end: every channel's last event must
 # end and sampled subscribers must hold it; then name=value lines. Exit 1 on any error.
 # Memory: `anon` (RssAnon) is the heap, which levels off once SQLite's page caches are full
-# (32 MiB per connection); VmRSS also counts the database file, which SQLite maps (up to
-# 256 MiB) and which grows with every event kept (7 days).
+# (the writer's 32 MiB, 8 MiB per reader; /metrics herald_db_memory_bytes); VmRSS also
+# counts the mapped libraries and the WAL index.
 #
 #   Benchmarks/soak.sh [MINUTES]          default 10
 #   SOAK_FAULTS=500=0.01,goaway-after=5000 Benchmarks/soak.sh 30     APNs faults too (apns-sim --faults)
