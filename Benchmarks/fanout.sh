@@ -7,11 +7,12 @@
 # of it the fan-out added to what the process held when it began.
 #
 #   Benchmarks/fanout.sh [N] [CONNECTIONS] [STREAMS]     defaults 1000000 4 1000
+#   SIM_THREADS=2 Benchmarks/fanout.sh                   the simulator on 2 event loops (default 1)
 source "$(dirname "$0")/lib.sh"
 N=${1:-1000000}; C=${2:-4}; S=${3:-1000}
 bench_setup
 machine
-start_sim --no-ledger --max-streams "$S" --streams-before-auth "$S"
+start_sim --no-ledger --max-streams "$S" --streams-before-auth "$S" --threads "${SIM_THREADS:-1}"
 start_serve --apns-connections "$C"
 echo "subscribers: $N, connections: $C, streams per connection: $S"
 
