@@ -174,18 +174,22 @@ extension FaultTests {
             #expect(accepted == Self.clients * 40)
             #expect(stale == 0, "\(stale) subscribers lack their channel's latest state")
             // Memory: after the warm-up every connection, thread, channel and queue exists
-            // and has seen its high-water mark (the queues are bounded: the APNs pool at
-            // 8 000 requests, 10 000 for the express lane of small events, the database writer
-            // at 10 000 jobs). What still grows is SQLite's heap: its page caches fill as the
-            // database grows (the writer's up to 32 MiB, each reader's up to 8 MiB), which
-            // /metrics reports (herald_db_memory_peak_bytes: the most it held, since glibc
-            // keeps what SQLite frees). So the heap may grow by SQLite's growth (+10% for
-            // malloc's headers) plus 3 MiB for the allocator's free lists; anything else is a
-            // leak. Leaking a superseded event's unsent batch (~500 B per publish here)
-            // exceeded it.
+            // (the queues are bounded: the APNs pool at 8 000 requests, 10 000 for the express
+            // lane of small events, the database writer at 10 000 jobs). What still grows is
+            // SQLite's heap: its page caches fill as the database grows (the writer's up to
+            // 32 MiB, each reader's up to 8 MiB), which /metrics reports
+            // (herald_db_memory_peak_bytes: the most it held, since glibc keeps what SQLite
+            // frees). So the heap may grow by SQLite's growth (+10% for malloc's headers) plus
+            // 5 MiB: the rest grew 1.8-3.4 MiB over 8 000 publishes in clean runs (queues and
+            // MHD buffers reaching a higher mark than in the warm-up on a loaded CI machine,
+            // and glibc keeping it). So this is a coarse guard, against leaks of more than
+            // ~600 B per publish; smaller ones are caught exactly elsewhere (live request
+            // counts, e.g. SupersededBatchTests, and LeakSanitizer in scripts/sanitizers).
+            // Reintroducing the superseded-batch leak now adds only ~1.8 MiB here (the
+            // express lane leaves few batches waiting for room): SupersededBatchTests fails.
             print("load: SQLite heap peak \(mib(Int(sqliteWarm))) → \(mib(Int(sqliteEnd)))")
             #expect(sqliteEnd > 0, "herald_db_memory_peak_bytes is missing or zero")
-            let allowed = Int((sqliteEnd - sqliteWarm) * 1.1) + 3 * (1 << 20)
+            let allowed = Int((sqliteEnd - sqliteWarm) * 1.1) + 5 * (1 << 20)
             #expect(end.anon - warm.anon <= allowed, "RssAnon grew \(mib(end.anon - warm.anon)), allowed \(mib(allowed))")
         }
 
