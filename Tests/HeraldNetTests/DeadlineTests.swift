@@ -56,15 +56,17 @@ func connectClient(on loop: EventLoop, to listener: HTTP2Listener, config: HTTP2
         #expect(Date().timeIntervalSince(start) < 5)
     }
 
-    @Test func anUnansweredPingClosesTheConnection() throws {
+    /// Runs one GET from a client with `config` against a listener answering with
+    /// `server`, waits for the stream's end, then hands over for the checks.
+    private func oneRequest(
+        to server: HTTP2ServerDelegate, config: HTTP2ClientConfig,
+        then check: (Collector, HTTP2ClientConnection, EventLoop) -> Void
+    ) throws {
         let serverLoop = try EventLoop(name: "server")
         let loop = try EventLoop(name: "client")
         defer { loop.shutdown(); serverLoop.shutdown() }
-        let listener = try startListener(on: serverLoop, GoesDeaf())
+        let listener = try startListener(on: serverLoop, server)
         defer { listener.stop() }
-        var config = HTTP2ClientConfig()
-        config.pingAfterIdle = 0.2
-        config.pingTimeout = 0.5
         let collector = Collector()
         collector.expected = 1
         let conn = try connectClient(on: loop, to: listener, config: config, collector: collector)
@@ -73,13 +75,22 @@ func connectClient(on loop: EventLoop, to listener: HTTP2Listener, config: HTTP2
             conn.flush()
         }
         collector.done.wait()
-        // Idle now: a PING goes out after 0.2 s, is never answered, and the connection closes.
-        collector.ready.wait()
-        guard case .some(.some(.timeout(let what))) = collector.closedError else {
-            Issue.record("expected a PING timeout, got \(String(describing: collector.closedError))")
-            return
+        check(collector, conn, loop)
+    }
+
+    @Test func anUnansweredPingClosesTheConnection() throws {
+        var config = HTTP2ClientConfig()
+        config.pingAfterIdle = 0.2
+        config.pingTimeout = 0.5
+        try oneRequest(to: GoesDeaf(), config: config) { collector, _, _ in
+            // Idle now: a PING goes out after 0.2 s, is never answered, and the connection closes.
+            collector.ready.wait()
+            guard case .some(.some(.timeout(let what))) = collector.closedError else {
+                Issue.record("expected a PING timeout, got \(String(describing: collector.closedError))")
+                return
+            }
+            #expect(what.contains("PING"))
         }
-        #expect(what.contains("PING"))
     }
 
     @Test func aStreamWithoutAnAnswerIsResetAndReportedTimedOut() throws {
@@ -87,22 +98,11 @@ func connectClient(on loop: EventLoop, to listener: HTTP2Listener, config: HTTP2
             func http2Server(_ c: HTTP2ServerConnection, received r: HTTP2ServerRequest) {}
             func http2ServerClosed(_ c: HTTP2ServerConnection, error: NetError?) {}
         }
-        let serverLoop = try EventLoop(name: "server")
-        let loop = try EventLoop(name: "client")
-        defer { loop.shutdown(); serverLoop.shutdown() }
-        let listener = try startListener(on: serverLoop, Silent())
-        defer { listener.stop() }
         var config = HTTP2ClientConfig()
         config.streamTimeout = 0.5
-        let collector = Collector()
-        collector.expected = 1
-        let conn = try connectClient(on: loop, to: listener, config: config, collector: collector)
-        loop.execute {
-            _ = conn.submit(HTTP2Request(method: "GET", path: "/"), context: Box(0))
-            conn.flush()
+        try oneRequest(to: Silent(), config: config) { collector, conn, loop in
+            #expect(collector.results[0].map { if case .failure(.timedOut) = $0 { true } else { false } } == true)
+            loop.execute { conn.close() }
         }
-        collector.done.wait()
-        #expect(collector.results[0].map { if case .failure(.timedOut) = $0 { true } else { false } } == true)
-        loop.execute { conn.close() }
     }
 }
