@@ -99,6 +99,10 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         // returns, so a strong capture leaked every stopped engine with its pools
         // (LeakSanitizer; Tests/HeraldHostileTests/LeakRegressionTests). `run` holds it while
         // it runs.
+        // The scanner's connection is opened here, before the caller goes on to serve, so
+        // the process's descriptors are settled once `start` returns (it is used only by
+        // the scheduler thread from then on). A failure is retried and logged by `run`.
+        scanner = try? SubscriptionScanner(store: store)
         let finished = self.finished
         let t = Thread { [weak self] in
             ThreadName.set("fanout")
@@ -182,7 +186,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         // The first sweep (and subscription count) runs a few seconds after start.
         lastSweep = clock.now() - config.sweepInterval + min(5, config.sweepInterval)
         do {
-            scanner = try SubscriptionScanner(store: store)
+            if scanner == nil { scanner = try SubscriptionScanner(store: store) }
             try recover()
         } catch {
             logger.error("fanout.start_failed", ["error": .string("\(error)")])

@@ -33,6 +33,7 @@ public final class Database: Sendable {
             connection: connection, capacity: options.writeQueueCapacity, maxJobsPerCommit: options.maxJobsPerCommit)
         readers = ReaderPool(keep: options.readerCount) { try Database.openReader(path: path, options: options) }
         writer.start()
+        readers.prewarm()
     }
 
     deinit { close() }

@@ -15,6 +15,18 @@ final class ReaderPool: @unchecked Sendable {
         self.open = open
     }
 
+    /// Opens the connections it keeps, so their descriptors and memory are taken at start
+    /// rather than by whichever reads first come at once. Best effort: one that cannot be
+    /// opened now is opened on demand later.
+    func prewarm() {
+        var opened: [SQLiteConnection] = []
+        for _ in 0..<keep {
+            guard let c = try? open() else { break }
+            opened.append(c)
+        }
+        for c in opened { checkin(c) }
+    }
+
     /// A fresh connection the caller owns (not pooled).
     /// - Throws: `DatabaseError.closed`, or `SQLiteError` when opening fails.
     func makeConnection() throws -> SQLiteConnection {
