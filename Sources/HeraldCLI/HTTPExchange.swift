@@ -1,8 +1,8 @@
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import HeraldCore
 #endif
 
 /// What came back from one HTTP request.
@@ -85,11 +85,3 @@ final class HTTPExchange: Sendable {
     }
 }
 
-/// A value shared between threads behind a `Mutex` (a class, so escaping closures can hold it).
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func get() -> Value { mutex.withLock { $0 } }
-    func set(_ value: Value) { mutex.withLock { $0 = value } }
-    func update<R: Sendable>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
-}

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Wall-clock time, injected so tests never sleep (style §10).
 public protocol WallClock: Sendable {
@@ -26,8 +25,8 @@ public struct SystemClock: WallClock {
 
 /// A clock that moves only when told (tests).
 public final class ManualClock: WallClock {
-    private let t: Mutex<Double>
-    public init(_ start: Double = SystemClock().now()) { t = Mutex(start) }
+    private let t: Locked<Double>
+    public init(_ start: Double = SystemClock().now()) { t = Locked(start) }
     public func now() -> Double { t.withLock { $0 } }
     public func advance(by seconds: Double) { t.withLock { $0 += seconds } }
     public func set(_ value: Double) { t.withLock { $0 = value } }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Log levels, ordered.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
@@ -32,7 +31,7 @@ public struct Redacted<Value: Sendable>: Sendable, CustomStringConvertible, Cust
 
 /// Where log lines go. One JSON object per line (style §12).
 public final class LogSink: Sendable {
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     struct State {
         var level: LogLevel
@@ -40,7 +39,7 @@ public final class LogSink: Sendable {
     }
 
     public init(level: LogLevel = .info, write: @escaping @Sendable (String) -> Void) {
-        state = Mutex(State(level: level, write: write))
+        state = Locked(State(level: level, write: write))
     }
 
     /// Lines to standard error.

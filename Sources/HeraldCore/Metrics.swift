@@ -14,12 +14,12 @@ public final class MetricsRegistry: Sendable {
         let name: String
         let help: String
         let kind: Kind
-        let series: Mutex<[String: Series]>  // key: rendered label set
+        let series: Locked<[String: Series]>  // key: rendered label set
         init(name: String, help: String, kind: Kind) {
             self.name = name
             self.help = help
             self.kind = kind
-            self.series = Mutex([:])
+            self.series = Locked([:])
         }
     }
 
@@ -30,7 +30,7 @@ public final class MetricsRegistry: Sendable {
         case histogram(Histogram)
     }
 
-    private let families = Mutex<[String: Family]>([:])
+    private let families = Locked<[String: Family]>([:])
 
     public init() {}
 

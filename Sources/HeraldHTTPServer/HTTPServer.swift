@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import Synchronization
 
 /// An HTTP/1.1 server on GNU libmicrohttpd that hands complete requests to one
 /// `HTTPHandler`. It knows nothing of routes.
@@ -17,7 +16,7 @@ public final class HTTPServer: Sendable {
     public let boundAddress: String
 
     let core: ServerCore
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private enum State {
         case bound(ListenSocket)
@@ -36,7 +35,7 @@ public final class HTTPServer: Sendable {
         self.port = socket.port
         self.boundAddress = socket.address.host
         self.core = ServerCore(handler: handler, logger: logger, maxBodyBytes: config.maxBodyBytes)
-        self.state = Mutex(.bound(socket))
+        self.state = Locked(.bound(socket))
     }
 
     deinit { stop() }

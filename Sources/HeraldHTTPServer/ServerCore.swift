@@ -20,7 +20,7 @@ final class ServerCore: Sendable {
     /// Set by `stop()`: responses then carry `Connection: close`.
     let draining = Atomic<Bool>(false)
     /// libmicrohttpd's last log line, reported when `MHD_start_daemon` fails.
-    let lastLibraryMessage = Mutex<String>("")
+    let lastLibraryMessage = Locked<String>("")
 
     static let discardAllowanceFloor = 1 << 20
 

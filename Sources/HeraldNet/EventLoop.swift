@@ -14,17 +14,13 @@ public protocol FDHandler: AnyObject {
 /// thread (style §7). Other threads hand it work with `execute`.
 ///
 /// `@unchecked Sendable`: the only state touched from other threads is `pending`
-/// (guarded by `pendingLock`) and the wake eventfd; everything else is loop-confined.
+/// (behind its lock) and the wake eventfd; everything else is loop-confined.
 public final class EventLoop: @unchecked Sendable {
     public let name: String
     private let epfd: Int32
     private let wakefd: Int32
-    /// Tasks from other threads, under `pendingLock`: an NSLock (pthread mutex), not a
-    /// `Mutex`, so ThreadSanitizer sees the ordering (Synchronization's Mutex locks with
-    /// futex(2) directly on Linux; TSan reported this handoff as a race when no wake-up
-    /// write happened to order it, scripts/sanitizers).
-    private let pendingLock = NSLock()
-    private var pending: [UncheckedBox<() -> Void>] = []
+    /// Tasks from other threads.
+    private let pending = Locked<[UncheckedBox<() -> Void>]>([])
     private let stopping = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
     private let finished = DispatchSemaphore(value: 0)
@@ -83,10 +79,10 @@ public final class EventLoop: @unchecked Sendable {
     /// As `execute`, for closures that capture loop-confined (non-Sendable) objects: the
     /// caller promises the captured state is only touched on the loop.
     public func executeUnchecked(_ task: @escaping () -> Void) {
-        pendingLock.lock()
-        pending.append(UncheckedBox(task))
-        let wasEmpty = pending.count == 1
-        pendingLock.unlock()
+        let wasEmpty = pending.withLock { p in
+            p.append(UncheckedBox(task))
+            return p.count == 1
+        }
         if wasEmpty { wake() }
     }
 
@@ -182,10 +178,10 @@ public final class EventLoop: @unchecked Sendable {
 
     private func runPending() {
         // Tasks queued by tasks run in the next round, so one busy producer can't starve I/O.
-        pendingLock.lock()
-        let tasks = pending
-        pending.removeAll(keepingCapacity: true)
-        pendingLock.unlock()
+        let tasks = pending.withLock { p in
+            defer { p.removeAll(keepingCapacity: true) }
+            return p
+        }
         for t in tasks { t.value() }
     }
 
@@ -201,9 +197,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func nextTimeoutMillis() -> Int32 {
-        pendingLock.lock()
-        let hasPending = !pending.isEmpty
-        pendingLock.unlock()
+        let hasPending = pending.withLock { !$0.isEmpty }
         if hasPending { return 0 }
         guard let top = timers.peek() else { return 1000 }
         let now = Monotonic.nanos()

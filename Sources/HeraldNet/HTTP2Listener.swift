@@ -2,7 +2,6 @@ import CSystem
 import Foundation
 import Glibc
 import HeraldCore
-import Synchronization
 
 /// Accepts TLS connections on one address and spreads them over a set of event loops
 /// (round robin). Each accepted connection gets `delegate`.

@@ -2,7 +2,6 @@ import Foundation
 import HeraldAPNS
 import HeraldCore
 import HeraldNet
-import Synchronization
 
 extension APNSClientPool: HTTP2ClientDelegate {
     func open(_ s: Slot) {
@@ -172,7 +171,7 @@ final class PoolMetrics: Sendable {
             buckets: Histogram.latencySeconds, labels: l)
     }
 
-    private let results = Mutex<[ResultKey: Counter]>([:])
+    private let results = Locked<[ResultKey: Counter]>([:])
 
     struct ResultKey: Hashable {
         let label: String

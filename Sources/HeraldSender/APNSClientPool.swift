@@ -2,7 +2,6 @@ import Foundation
 import HeraldAPNS
 import HeraldCore
 import HeraldNet
-import Synchronization
 
 /// A pool of HTTP/2 connections to one APNs host (issue #2): keeps each connection at the
 /// peer's current stream limit, retries what APNs says to retry, resends what a GOAWAY

@@ -2,7 +2,6 @@ import Foundation
 import HeraldAPNS
 import HeraldCore
 import HeraldNet
-import Synchronization
 
 /// Where and how to reach APNs. Every host can be overridden (the simulator, or Apple's
 /// `api-broadcast…` hosts, reference §1.1 [U]).
@@ -45,8 +44,8 @@ public final class APNSPools: Sendable {
     let jwt: JWTProvider
     let logger: Logger
     let metrics: MetricsRegistry
-    private let pools = Mutex<[Key: APNSClientPool]>([:])
-    private let failures = Mutex<[Key: String]>([:])
+    private let pools = Locked<[Key: APNSClientPool]>([:])
+    private let failures = Locked<[Key: String]>([:])
 
     public init(settings: APNSSettings, jwt: JWTProvider, logger: Logger, metrics: MetricsRegistry) {
         self.settings = settings

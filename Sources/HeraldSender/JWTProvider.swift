@@ -1,7 +1,6 @@
 import Foundation
 import HeraldCore
 import HeraldCrypto
-import Synchronization
 
 /// The provider-token credentials of one Apple developer account (reference §2).
 public struct APNSCredentials: Sendable {
@@ -38,7 +37,7 @@ public final class JWTProvider: Sendable {
     public let credentials: APNSCredentials
     public let clock: WallClock
     public let refreshAfter: Double
-    private let state: Mutex<BearerToken?>
+    private let state: Locked<BearerToken?>
     private let logger: Logger
 
     public init(credentials: APNSCredentials, clock: WallClock = SystemClock(), refreshAfter: Double = 30 * 60, logger: Logger) {
@@ -47,7 +46,7 @@ public final class JWTProvider: Sendable {
         self.clock = clock
         self.refreshAfter = refreshAfter
         self.logger = logger
-        state = Mutex(nil)
+        state = Locked(nil)
     }
 
     /// The token to send now, signing a new one when the cached one is due. Any thread.

@@ -2,7 +2,6 @@ import Foundation
 import HeraldCore
 import HeraldCrypto
 import HeraldNet
-import Synchronization
 
 /// A local stand-in for APNs (issue #2, design "The APNs simulator"): HTTP/2 over TLS with
 /// token, broadcast and channel-management endpoints, JWT checks, APNs' status codes and
@@ -13,7 +12,7 @@ public final class APNSSimulator: Sendable {
     public let config: SimulatorConfig
     let loops: [EventLoop]
     let listener: HTTP2Listener
-    let state: Mutex<State>
+    let state: Locked<State>
     let logger: Logger
 
     struct State {
@@ -35,7 +34,7 @@ public final class APNSSimulator: Sendable {
     public init(config: SimulatorConfig, logger: Logger) throws {
         self.config = config
         self.logger = logger.with(subsystem: "apns-sim")
-        state = Mutex(State(faults: config.faults))
+        state = Locked(State(faults: config.faults))
         loops = try (0..<max(1, config.threads)).map { try EventLoop(name: "apns-sim-\($0)") }
         let tls = try TLSContext.server(certificateChainFile: config.certificateFile, privateKeyFile: config.privateKeyFile)
         var h2 = HTTP2ServerConfig()
@@ -133,7 +132,7 @@ public final class APNSSimulator: Sendable {
         forEachConnection { $0.updateMaxConcurrentStreams(n) }
     }
 
-    let connections = Mutex<[ObjectIdentifier: UncheckedBox<HTTP2ServerConnection>]>([:])
+    let connections = Locked<[ObjectIdentifier: UncheckedBox<HTTP2ServerConnection>]>([:])
 
     func forEachConnection(_ body: @escaping (HTTP2ServerConnection) -> Void) {
         let all = connections.withLock { Array($0.values) }

@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import Synchronization
 
 @testable import HeraldCore
 
@@ -56,7 +55,7 @@ import Synchronization
 
 @Suite struct ThreadNameTests {
     @Test func aThreadNamedFromInsideShowsUnderThatNameToTheKernel() throws {
-        let seen = Mutex<[String]>([])
+        let seen = Locked<[String]>([])
         let done = DispatchSemaphore(value: 0)
         let t = Thread {
             ThreadName.set("apns-token-sandbox")  // 18 bytes: Linux keeps 15

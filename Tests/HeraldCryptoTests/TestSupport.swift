@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import HeraldCore
 
 /// A fresh directory under the system temp dir, removed after `body`.
 func withTemporaryDirectory<R>(_ body: (String) throws -> R) throws -> R {
@@ -52,8 +52,8 @@ func readBytes(_ path: String) throws -> [UInt8] {
 
 /// Booleans written from several threads.
 final class Results: Sendable {
-    private let values: Mutex<[Bool]>
-    init(count: Int) { values = Mutex([Bool](repeating: false, count: count)) }
+    private let values: Locked<[Bool]>
+    init(count: Int) { values = Locked([Bool](repeating: false, count: count)) }
     func set(_ i: Int, _ v: Bool) { values.withLock { $0[i] = v } }
     var all: Bool { values.withLock { $0.allSatisfy { $0 } } }
 }

@@ -2,16 +2,15 @@ import Foundation
 import HeraldCore
 import HeraldSQL
 import HeraldStore
-import Synchronization
 import Testing
 
 @testable import HeraldCLI
 
 /// A count shared with a writer thread.
 private final class Shared: Sendable {
-    let batches = Mutex(0)
-    let stop = Mutex(false)
-    let failure = Mutex<String?>(nil)
+    let batches = Locked(0)
+    let stop = Locked(false)
+    let failure = Locked<String?>(nil)
 }
 
 private func runCLI(_ args: [String], env: [String: String] = [:]) -> (code: Int32, out: String, err: String) {

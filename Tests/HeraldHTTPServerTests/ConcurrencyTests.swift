@@ -10,7 +10,7 @@ import Testing
         defer { server.stop() }
         let clients = 8
         let perClient = 25
-        let failures = Mutex<[String]>([])
+        let failures = Locked<[String]>([])
         onSeparateThreads(clients) { client in
             do {
                 let c = try connect(server)
@@ -42,7 +42,7 @@ import Testing
         }
         let server = try startServer(HTTPServerConfig(threads: 2, maxConnections: 2), handler: handler)
         defer { server.stop() }
-        let statuses = Mutex<[Int]>([])
+        let statuses = Locked<[Int]>([])
         onSeparateThreads(2) { _ in
             let status = (try? roundTrip(server, get("/block")).status) ?? 0
             statuses.withLock { $0.append(status) }

@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 import HeraldCore
 import HeraldHTTPServer
-import Synchronization
 
 /// Answers `/echo` with the request body as is; anything else with a JSON description of
 /// the request as the server parsed it.
@@ -30,7 +29,7 @@ final class LogCapture: Sendable {
     let logger: Logger
 
     final class LineStore: Sendable {
-        let lines = Mutex<[String]>([])
+        let lines = Locked<[String]>([])
     }
 
     init(level: LogLevel = .debug) {

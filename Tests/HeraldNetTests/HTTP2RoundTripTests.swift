@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import HeraldCore
@@ -7,7 +6,7 @@ import Testing
 
 /// An echo server: answers 200 with the request's path and body.
 final class EchoServer: HTTP2ServerDelegate, @unchecked Sendable {
-    let received = Mutex(0)
+    let received = Locked(0)
     func http2Server(_ c: HTTP2ServerConnection, received r: HTTP2ServerRequest) {
         received.withLock { $0 += 1 }
         var h = HeaderList()

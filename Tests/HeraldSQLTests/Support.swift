@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 @testable import HeraldSQL
+import HeraldCore
 
 /// Holds the writer thread inside a job until `release()`, so a test can queue jobs
 /// behind it and know exactly which ones the next batch holds.
@@ -24,7 +24,7 @@ final class WriterGate: Sendable {
 
 /// Outcomes gathered from several threads.
 final class Outcomes<T: Sendable>: Sendable {
-    private let items = Mutex<[Int: Result<T, any Error>]>([:])
+    private let items = Locked<[Int: Result<T, any Error>]>([:])
     let group = DispatchGroup()
 
     func record(_ key: Int, _ result: Result<T, any Error>) {
