@@ -136,6 +136,13 @@ final class ChannelRun {
     var channel: Channel
     /// Events accepted and not yet running, in sequence order.
     var pending: [EventRecord] = []
+    /// The highest sequence number taken into `pending`, or finished before this process
+    /// took the channel (events at or below it are not taken again when their notification
+    /// comes late).
+    var acceptedSeq: Int64 = 0
+    /// Late joiners' catch-up pushes handed to the sender and not answered yet: the next
+    /// event waits for them.
+    var catchUpsInFlight = 0
     var active: EventRun?
     /// Superseded runs whose requests are still in flight; the active run waits for them so
     /// no token gets the older event after the newer one (design, delivery 4).
@@ -148,6 +155,4 @@ final class ChannelRun {
     var catchUpTemplate: (eventID: String, template: APNSTemplate)?
 
     init(channel: Channel) { self.channel = channel }
-
-    var idle: Bool { pending.isEmpty && active == nil && draining.isEmpty }
 }

@@ -156,46 +156,83 @@ extension FanoutEngine {
 
     // MARK: - late joiners
 
+    /// Notes a late joiner; `flushCatchUps` decides what it gets when it can be sent.
     func queueCatchUp(channelID: String, token: [UInt8]) {
         do {
             guard let ch = try store.channel(id: channelID), ch.isOpen, ch.catchUp, ch.mode.usesTokens,
-                let current = ch.currentEvent
+                let run = try channelRun(num: ch.num)
             else { return }
-            let run = try channelRun(num: ch.num)
-            var template: APNSTemplate
-            if let cached = run?.catchUpTemplate, cached.eventID == current {
-                template = cached.template
-            } else {
-                guard let e = try store.event(id: current) else { return }
-                template = APNSTemplate(
-                    headers: HeaderList(APNSRequests.tokenPushFields(bundleID: ch.bundleID, priority: e.priority, expiration: e.expiration)),
-                    body: HTTP2Body(e.payload), sink: self, generatesAPNSID: true)
-                run?.catchUpTemplate = (current, template)
-            }
-            let req = APNSRequest(
-                path: APNSRequests.tokenPath(Hex.encode(token)), template: template,
-                context: CatchUp(channelNum: ch.num, token: token))
-            if pendingCatchUps.count < 100_000 { pendingCatchUps.append((req, ch.environment)) }
+            run.channel = ch
+            if pendingCatchUps.count < 100_000 { pendingCatchUps.append((run, token)) }
         } catch {
             logger.warning("fanout.catchup_failed", ["channel": .string(channelID), "error": .string("\(error)")])
         }
     }
 
+    /// Hands waiting catch-ups to the sender, each in the express lane (one request, like a
+    /// small channel's event). Until it is answered, the channel's next event does not
+    /// start (`stepChannel`): per token, never an older event after a newer one.
     func flushCatchUps() -> Bool {
         guard !pendingCatchUps.isEmpty else { return false }
         let waiting = pendingCatchUps
         pendingCatchUps.removeAll()
+        var decided: [Int64: APNSTemplate?] = [:]  // one decision per channel per flush
         var sent = 0
-        for (r, env) in waiting {
-            if transports.tokens(env).trySubmit([r]) { sent += 1 } else { pendingCatchUps.append((r, env)) }
+        for (ch, token) in waiting {
+            guard channels[ch.channel.num] === ch else { continue }  // closed since
+            let num = ch.channel.num
+            if decided[num] == nil { decided[num] = catchUpTemplate(ch) }
+            guard let template = decided[num] ?? nil else { continue }
+            let r = APNSRequest(
+                path: APNSRequests.tokenPath(Hex.encode(token)), template: template, context: CatchUp(channel: ch, token: token))
+            r.express = true
+            if transports.tokens(ch.channel.environment).trySubmit([r]) {
+                ch.catchUpsInFlight += 1
+                sent += 1
+            } else {
+                pendingCatchUps.append((ch, token))  // decided again next round
+            }
         }
         metrics.catchUps.inc(UInt64(sent))
         return sent > 0
     }
 
+    /// What a late joiner of `ch` is sent now: the channel's current state (its newest
+    /// `update` or `end` since the last `start`), unless an event whose pass will reach the
+    /// new token anyway is on its way (nil: nothing to send). While an event waits to start,
+    /// no catch-up is sent: the waiting event reaches the token, and a stream of late
+    /// joiners cannot hold it back.
+    private func catchUpTemplate(_ ch: ChannelRun) -> APNSTemplate? {
+        do {
+            if let a = ch.active, !a.started, a.record.kind != .start { return nil }
+            guard let id = try store.channel(num: ch.channel.num)?.currentEvent else { return nil }
+            // Running now: its own requests go to the tokens its pass has not reached yet,
+            // which need not include one registered behind its cursor.
+            if let a = ch.active, a.record.id == id {
+                guard !a.stopped, let t = a.template else { return nil }
+                return t
+            }
+            if let cached = ch.catchUpTemplate, cached.eventID == id { return cached.template }
+            guard let e = try store.event(id: id) else { return nil }
+            // Not taken yet, or waiting: its whole pass is still to come and includes the
+            // new token. Superseded or failed: nothing worth sending.
+            if e.seq > ch.acceptedSeq || ch.pending.contains(where: { $0.id == id }) { return nil }
+            if ch.draining.contains(where: { $0.record.id == id }) || e.state == .failed || e.state == .superseded { return nil }
+            let template = APNSTemplate(
+                headers: HeaderList(APNSRequests.tokenPushFields(bundleID: ch.channel.bundleID, priority: e.priority, expiration: e.expiration)),
+                body: HTTP2Body(e.payload), sink: self, generatesAPNSID: true)
+            ch.catchUpTemplate = (id, template)
+            return template
+        } catch {
+            logger.warning("fanout.catchup_failed", ["channel": .string(ch.channel.id), "error": .string("\(error)")])
+            return nil
+        }
+    }
+
     private func catchUpResult(_ c: CatchUp, _ result: APNSResult) {
+        c.channel.catchUpsInFlight -= 1
         if case .outcome(.dropToken(_, let since), _) = result {
-            _ = try? store.prune(channelNum: c.channelNum, [(.activity, c.token, since ?? clock.nowMillis())])
+            _ = try? store.prune(channelNum: c.channel.channel.num, [(.activity, c.token, since ?? clock.nowMillis())])
         }
     }
 }

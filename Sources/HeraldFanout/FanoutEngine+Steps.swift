@@ -36,9 +36,10 @@ extension FanoutEngine {
         }
         guard let run = ch.active else { return progress }
         if !run.started {
-            // Nothing of the new event goes out while an older one still has requests in
-            // flight: per token, never an older event after a newer one (delivery 4).
-            guard ch.draining.isEmpty else { return progress }
+            // Nothing of the new event goes out while an older one (or a late joiner's
+            // catch-up) still has requests in flight: per token, never an older event after
+            // a newer one (delivery 4).
+            guard ch.draining.isEmpty, ch.catchUpsInFlight == 0 else { return progress }
             start(run, in: ch)
             progress = true
         }

@@ -37,7 +37,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     var order: [Int64] = []
     var rr = 0
     var scanner: SubscriptionScanner?
-    var pendingCatchUps: [(APNSRequest, APNSEnvironment)] = []
+    var pendingCatchUps: [(ChannelRun, [UInt8])] = []
     var pendingBroadcasts: [(APNSRequest, APNSEnvironment)] = []
     var lastSweep = 0.0
     var random = FastRandom()
@@ -67,10 +67,10 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     }
 
     final class CatchUp {
-        let channelNum: Int64
+        let channel: ChannelRun
         let token: [UInt8]
-        init(channelNum: Int64, token: [UInt8]) {
-            self.channelNum = channelNum
+        init(channel: ChannelRun, token: [UInt8]) {
+            self.channel = channel
             self.token = token
         }
     }
@@ -225,6 +225,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         for e in events {
             guard let ch = try channelRun(num: e.channelNum) else { continue }
             ch.pending.append(e)
+            ch.acceptedSeq = max(ch.acceptedSeq, e.seq)
         }
         if !events.isEmpty {
             logger.info("fanout.resumed", ["events": .int(Int64(events.count)), "channels": .int(Int64(Set(events.map(\.channelNum)).count))])
@@ -235,6 +236,8 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         if let c = channels[num] { return c }
         guard let ch = try store.channel(num: num), ch.isOpen else { return nil }
         let run = ChannelRun(channel: ch)
+        // Events finished before this process took the channel are not taken again.
+        run.acceptedSeq = try store.lastFinishedSeq(channelNum: num)
         channels[num] = run
         order.append(num)
         return run
@@ -282,16 +285,25 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
 
     private func accept(eventID: String) {
         do {
-            guard let e = try store.event(id: eventID), !e.state.isFinished, let ch = try channelRun(num: e.channelNum) else { return }
+            guard let e = try store.event(id: eventID), let ch = try channelRun(num: e.channelNum) else { return }
+            // Already taken: with a later event's notification, or at recovery.
+            guard e.seq > ch.acceptedSeq else { return }
             // Refresh channel settings (catch-up, budget) that may have changed.
             if let fresh = try store.channel(num: e.channelNum) { ch.channel = fresh }
-            guard !ch.pending.contains(where: { $0.id == e.id }), ch.active?.record.id != e.id else { return }
-            ch.pending.append(e)
-            ch.pending.sort { $0.seq < $1.seq }
-            // A newer update or an end supersedes the update being sent (latest wins).
-            if let a = ch.active, a.record.kind == .update, e.kind != .start, e.seq > a.record.seq {
-                supersede(a, by: e.id, in: ch)
+            // Notifications can overtake each other (two API threads publishing on one
+            // channel), but events commit in sequence order: every event before this one is
+            // in the database. Take them all, in order, so no event starts after a newer
+            // one has been sent (per token, never an older event after a newer one).
+            let events = try store.unfinishedEvents(channelNum: e.channelNum, afterSeq: ch.acceptedSeq, throughSeq: e.seq)
+            ch.acceptedSeq = e.seq
+            for e in events where !ch.pending.contains(where: { $0.id == e.id }) && ch.active?.record.id != e.id {
+                ch.pending.append(e)
+                // A newer update or an end supersedes the update being sent (latest wins).
+                if let a = ch.active, a.record.kind == .update, e.kind != .start, e.seq > a.record.seq {
+                    supersede(a, by: e.id, in: ch)
+                }
             }
+            ch.pending.sort { $0.seq < $1.seq }
         } catch {
             logger.error("fanout.load_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
         }

@@ -187,6 +187,36 @@ extension Store {
         }
     }
 
+    /// The highest sequence number of a channel's finished events (0 if none).
+    public func lastFinishedSeq(channelNum: Int64) throws -> Int64 {
+        try read { c in
+            let s = try c.cached("SELECT MAX(seq) FROM events WHERE channel = ? AND state NOT IN ('queued', 'sending')")
+            try s.bind(1, int64: channelNum)
+            defer { s.reset() }
+            return try s.step() ? s.int64(0) : 0
+        }
+    }
+
+    /// A channel's queued and sending events with `afterSeq < seq <= throughSeq`, in
+    /// sequence order: what the scheduler takes when told of the event `throughSeq`
+    /// (notifications can arrive out of order; events commit in sequence order).
+    public func unfinishedEvents(channelNum: Int64, afterSeq: Int64, throughSeq: Int64) throws -> [EventRecord] {
+        try read { c in
+            let s = try c.cached(
+                """
+                SELECT \(Self.eventColumns) FROM events e JOIN channels c ON c.num = e.channel
+                WHERE e.channel = ? AND e.seq > ? AND e.seq <= ? AND e.state IN ('queued', 'sending') ORDER BY e.seq
+                """)
+            try s.bind(1, int64: channelNum)
+            try s.bind(2, int64: afterSeq)
+            try s.bind(3, int64: throughSeq)
+            defer { s.reset() }
+            var out: [EventRecord] = []
+            while try s.step() { out.append(Self.event(from: s)) }
+            return out
+        }
+    }
+
     /// Marks an event `sending` with its targets and where its pass starts.
     public func markSending(eventID: String, targets: Int64, passStart: [UInt8], priority: Int) throws {
         try write(Self.markSendingJob(eventID: eventID, targets: targets, passStart: passStart, priority: priority, now: clock.nowMillis()))

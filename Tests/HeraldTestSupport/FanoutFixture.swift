@@ -66,9 +66,13 @@ public final class FanoutFixture: @unchecked Sendable {
         }
     }
 
-    /// Publishes an event and tells the engine.
+    /// Publishes an event and tells the engine (unless `notify` is false: the caller tells
+    /// it later, as a slow API thread would).
     @discardableResult
-    public func publish(_ channel: String, _ kind: LiveActivityEventKind = .update, state: JSON = ["score": 1], extra: [String: JSON] = [:], timestamp: Int64? = nil) throws -> EventRecord {
+    public func publish(
+        _ channel: String, _ kind: LiveActivityEventKind = .update, state: JSON = ["score": 1], extra: [String: JSON] = [:],
+        timestamp: Int64? = nil, notify: Bool = true
+    ) throws -> EventRecord {
         var aps: [String: JSON] = ["event": .string(kind.rawValue), "content-state": state]
         if kind == .start {
             aps["attributes-type"] = "MatchAttributes"
@@ -79,7 +83,7 @@ public final class FanoutFixture: @unchecked Sendable {
         for (k, v) in extra { aps[k] = v }
         let event = try LiveActivityEvent.validate(.object(["aps": .object(aps)]))
         let r = try store.publish(channelID: channel, event: event, idempotencyKey: nil, dryRun: false)
-        engine.notifyEvent(r.event.id)
+        if notify { engine.notifyEvent(r.event.id) }
         return r.event
     }
 
