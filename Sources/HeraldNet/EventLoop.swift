@@ -19,8 +19,12 @@ public final class EventLoop: @unchecked Sendable {
     public let name: String
     private let epfd: Int32
     private let wakefd: Int32
-    /// Tasks from other threads.
-    private let pending = Locked<[UncheckedBox<() -> Void>]>([])
+    /// Tasks from other threads; `closed` once the loop's thread has ended.
+    private let pending = Locked(Pending())
+    private struct Pending {
+        var tasks: [UncheckedBox<() -> Void>] = []
+        var closed = false
+    }
     private let stopping = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
     private let finished = DispatchSemaphore(value: 0)
@@ -79,11 +83,14 @@ public final class EventLoop: @unchecked Sendable {
     /// As `execute`, for closures that capture loop-confined (non-Sendable) objects: the
     /// caller promises the captured state is only touched on the loop.
     public func executeUnchecked(_ task: @escaping () -> Void) {
-        let wasEmpty = pending.withLock { p in
-            p.append(UncheckedBox(task))
-            return p.count == 1
+        // After the loop ended the task could never run; kept, it would keep what it
+        // captures (often the loop itself) alive forever.
+        let wasEmpty = pending.withLock { p -> Bool? in
+            guard !p.closed else { return nil }
+            p.tasks.append(UncheckedBox(task))
+            return p.tasks.count == 1
         }
-        if wasEmpty { wake() }
+        if wasEmpty == true { wake() }
     }
 
     private func wake() {
@@ -172,6 +179,15 @@ public final class EventLoop: @unchecked Sendable {
         // Let handlers close themselves: drop references so deinit runs on this thread.
         handlers.removeAll()
         timers = TimerHeap()
+        // Tasks queued since the last round (a DNS answer arriving during shutdown) will
+        // never run: release them, or a task holding the loop would leak both. Released
+        // outside the lock: a task's captures may queue another as they go.
+        var dropped = pending.withLock { p in
+            p.closed = true
+            defer { p.tasks = [] }
+            return p.tasks
+        }
+        dropped.removeAll()
         threadID.store(0, ordering: .releasing)
         finished.signal()
     }
@@ -179,8 +195,8 @@ public final class EventLoop: @unchecked Sendable {
     private func runPending() {
         // Tasks queued by tasks run in the next round, so one busy producer can't starve I/O.
         let tasks = pending.withLock { p in
-            defer { p.removeAll(keepingCapacity: true) }
-            return p
+            defer { p.tasks.removeAll(keepingCapacity: true) }
+            return p.tasks
         }
         for t in tasks { t.value() }
     }
@@ -197,7 +213,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func nextTimeoutMillis() -> Int32 {
-        let hasPending = pending.withLock { !$0.isEmpty }
+        let hasPending = pending.withLock { !$0.tasks.isEmpty }
         if hasPending { return 0 }
         guard let top = timers.peek() else { return 1000 }
         let now = Monotonic.nanos()
