@@ -21,19 +21,18 @@ import HeraldNet
 
     /// A task queued after the loop ended can never run: it is released at once, with what
     /// it captured. Kept, a task capturing the loop (a DNS answer during a pool's shutdown)
-    /// leaked the loop and its connection (LeakSanitizer, clean-clone CI run).
+    /// leaked the loop and its connection (LeakSanitizer, clean-clone CI run). (Whether the
+    /// loop itself is freed is not asserted: its thread lets go of it a moment after
+    /// `shutdown()` returns.)
     @Test func aTaskQueuedAfterShutdownIsReleasedWithWhatItCaptured() throws {
-        weak var weakLoop: EventLoop?
         weak var weakCanary: Canary?
+        let loop = try EventLoop(name: "test-loop")
+        loop.shutdown()
         do {
-            let loop = try EventLoop(name: "test-loop")
-            weakLoop = loop
-            loop.shutdown()
             let canary = Canary()
             weakCanary = canary
             loop.executeUnchecked { _ = canary; _ = loop }  // a cycle if the loop kept it
         }
         #expect(weakCanary == nil, "the task (and what it captured) is still held")
-        #expect(weakLoop == nil, "the loop is kept alive by its own queued task")
     }
 }
