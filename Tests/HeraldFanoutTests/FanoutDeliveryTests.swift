@@ -103,15 +103,7 @@ import HeraldTestSupport
     }
 
     @Test func aSmallChannelFinishesWhileABigOneIsMidway() throws {
-        let fx = try FanoutFixture(connections: 1, fanout: { $0.batchSize = 100 }, simulator: { sim in
-            sim.maxConcurrentStreams = 50
-            sim.faults.latency = 0.01
-        })
-        try fx.channel("big")
-        try fx.channel("small")
-        try fx.subscribe("big", makeTokens(20_000, seed: 5))
-        let smallTokens = makeTokens(10, seed: 6)
-        try fx.subscribe("small", smallTokens)
+        let fx = try bigAndSmallChannels(bigSeed: 5, small: makeTokens(10, seed: 6))
         let big = try fx.publish("big")
         #expect(fx.waitAccepted(1000))
         let small = try fx.publish("small")
@@ -123,4 +115,19 @@ import HeraldTestSupport
         #expect(rBig.counters.sent < 20_000)
         _ = try fx.waitFinished(big, timeout: 60)
     }
+}
+
+/// A sender that a fan-out keeps busy for seconds: one connection of 50 streams to a
+/// simulator answering in 10 ms, batches of 100; channel "big" with 20 000 subscribers and
+/// "small" with `small`.
+func bigAndSmallChannels(bigSeed: UInt64, small: [String]) throws -> FanoutFixture {
+    let fx = try FanoutFixture(connections: 1, fanout: { $0.batchSize = 100 }, simulator: { sim in
+        sim.maxConcurrentStreams = 50
+        sim.faults.latency = 0.01
+    })
+    try fx.channel("big")
+    try fx.channel("small")
+    try fx.subscribe("big", makeTokens(20_000, seed: bigSeed))
+    try fx.subscribe("small", small)
+    return fx
 }

@@ -56,14 +56,7 @@ import HeraldTestSupport
     /// channel waits for it. Without that, a small channel's next event (sent in the
     /// sender's express lane) overtook a catch-up queued behind a big fan-out.
     @Test func aCatchUpIsNeverOvertakenByTheNextEvent() throws {
-        let fx = try FanoutFixture(connections: 1, fanout: { $0.batchSize = 100 }, simulator: { sim in
-            sim.maxConcurrentStreams = 50
-            sim.faults.latency = 0.01
-        })
-        try fx.channel("big")
-        try fx.channel("small")
-        try fx.subscribe("big", makeTokens(20_000, seed: 44))
-        try fx.subscribe("small", makeTokens(5, seed: 45))
+        let fx = try bigAndSmallChannels(bigSeed: 44, small: makeTokens(5, seed: 45))
         let current = try fx.waitFinished(try fx.publish("small", state: ["score": 1]))
         let big = try fx.publish("big")
         #expect(fx.waitAccepted(1_000))  // the sender is full of the big fan-out
