@@ -294,16 +294,17 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
             // channel), but events commit in sequence order: every event before this one is
             // in the database. Take them all, in order, so no event starts after a newer
             // one has been sent (per token, never an older event after a newer one).
+            // Everything already pending or active is at or below `acceptedSeq`, so these
+            // (in seq order, all above it) go at the back, in order, and none is there yet.
             let events = try store.unfinishedEvents(channelNum: e.channelNum, afterSeq: ch.acceptedSeq, throughSeq: e.seq)
             ch.acceptedSeq = e.seq
-            for e in events where !ch.pending.contains(where: { $0.id == e.id }) && ch.active?.record.id != e.id {
+            for e in events {
                 ch.pending.append(e)
                 // A newer update or an end supersedes the update being sent (latest wins).
                 if let a = ch.active, a.record.kind == .update, e.kind != .start, e.seq > a.record.seq {
                     supersede(a, by: e.id, in: ch)
                 }
             }
-            ch.pending.sort { $0.seq < $1.seq }
         } catch {
             logger.error("fanout.load_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
         }
