@@ -28,7 +28,7 @@ extension APIServer {
             return .json(200, [
                 "dry_run": true, "event": .string(event.kind.rawValue), "payload": (try? JSON.parse(r.event.payload)) ?? .null,
                 "payload_bytes": .int(Int64(r.event.payload.count)), "limit_bytes": .int(Int64(r.limit)),
-                "targets": .int(r.targets), "broadcast": .bool(r.event.broadcastState == "pending"),
+                "targets": .int(r.targets), "broadcast": .bool(r.event.broadcastState == .pending),
                 "priority": .int(Int64(r.event.priority)), "aps_timestamp": .int(r.event.apsTimestamp),
             ])
         }

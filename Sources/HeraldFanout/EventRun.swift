@@ -90,7 +90,7 @@ final class EventRun {
         kind = record.kind == .start ? .pushToStart : .activity
         usesTokens = channel.mode.usesTokens || record.kind == .start
         usesBroadcast = channel.mode.usesBroadcast && record.kind != .start && channel.apnsChannelID != nil
-            && record.broadcastState == "pending"
+            && record.broadcastState == .pending
         priority = record.priority
         counters = record.counters
         broadcastPending = usesBroadcast
@@ -134,6 +134,8 @@ final class EventRun {
 /// The scheduler's state for one channel. Confined to the scheduler thread.
 final class ChannelRun {
     var channel: Channel
+    /// The shards of the channel this process sends (on SQLite, every one).
+    let lease: Lease
     /// Events accepted and not yet running, in sequence order.
     var pending: [EventRecord] = []
     /// The highest sequence number taken into `pending`, or finished before this process
@@ -154,5 +156,8 @@ final class ChannelRun {
     /// Late-joiner templates by event id.
     var catchUpTemplate: (eventID: String, template: APNSTemplate)?
 
-    init(channel: Channel) { self.channel = channel }
+    init(channel: Channel, lease: Lease) {
+        self.channel = channel
+        self.lease = lease
+    }
 }

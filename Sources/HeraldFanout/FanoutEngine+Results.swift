@@ -119,26 +119,26 @@ extension FanoutEngine {
 
     private func broadcastResult(_ run: EventRun, _ result: APNSResult) {
         run.broadcastPending = false
-        let state: String
+        let state: BroadcastState
         var reason: String?
         switch result {
         case .outcome(.delivered(let id, let unique), _):
-            state = "sent"
+            state = .sent
             metrics.broadcasts.inc()
             logger.info("fanout.broadcast_sent", ["event_id": .string(run.record.id), "apns_request_id": id.map { .string($0) } ?? .null, "apns_unique_id": unique.map { .string($0) } ?? .null])
         case .cancelled:
-            state = "skipped"
+            state = .skipped
         case .outcome(.channelGone, _):
-            state = "failed"
+            state = .failed
             reason = "ChannelNotRegistered: the APNs channel no longer exists"
         case .outcome(let o, let resp):
-            state = "failed"
+            state = .failed
             reason = resp.flatMap { try? JSON.parse($0.body) }?["reason"]?.stringValue ?? o.label
         case .exhausted(let o):
-            state = "failed"
+            state = .failed
             reason = "retries exhausted (\(o.label))"
         }
-        if state == "failed" {
+        if state == .failed {
             metrics.broadcastFailures.inc()
             logger.error("fanout.broadcast_failed", ["event_id": .string(run.record.id), "reason": .string(reason ?? "")])
         }
@@ -148,7 +148,7 @@ extension FanoutEngine {
         } catch {
             logger.warning("fanout.broadcast_state_failed", ["event_id": .string(run.record.id), "error": .string("\(error)")])
         }
-        if state == "failed" && !run.usesTokens && run.stopState == nil {
+        if state == .failed && !run.usesTokens && run.stopState == nil {
             run.stopState = .failed
             run.stopReason = "broadcast failed: \(reason ?? "")"
         }

@@ -119,7 +119,7 @@ extension FanoutEngine {
         // checkpoints and end are queued after it, so they never land before it; if it
         // fails, checkpoints of an event the database does not know is sending are not kept.
         let id = run.record.id
-        store.markSending(eventID: id, targets: run.counters.targets, passStart: run.passStart, priority: run.priority) {
+        store.markSending(eventID: id, shards: ch.lease.shards, targets: run.counters.targets, passStart: run.passStart, priority: run.priority) {
             [weak self] error in
             guard let self, let error else { return }
             self.logger.error("fanout.mark_sending_failed", ["event_id": .string(id), "error": .string("\(error)")])
@@ -149,7 +149,7 @@ extension FanoutEngine {
     private func submitBroadcast(_ run: EventRun, _ ch: ChannelRun) {
         guard let transport = transports.broadcast(ch.channel.environment), let channelID = ch.channel.apnsChannelID else {
             run.broadcastPending = false
-            try? store.setBroadcastState(eventID: run.record.id, state: "failed", reason: "no broadcast connection configured")
+            try? store.setBroadcastState(eventID: run.record.id, state: .failed, reason: "no broadcast connection configured")
             return
         }
         // A no-storage channel takes only expiration 0 (reference §4.2, §8.6).
@@ -195,7 +195,7 @@ extension FanoutEngine {
         do {
             while true {
                 rows = try scanner.next(
-                    channelNum: ch.channel.num, kind: run.kind, after: run.scanCursor,
+                    channelNum: ch.channel.num, kind: run.kind, shards: ch.lease.shards, after: run.scanCursor,
                     before: run.scanWrapped ? run.passStart : nil, now: clock.nowSeconds(), limit: config.batchSize)
                 if rows.count < config.batchSize && (run.scanWrapped || run.passStart.isEmpty) {
                     run.scanDone = true
@@ -260,7 +260,7 @@ extension FanoutEngine {
         run.unsubmitted = nil
         flushPrunes(run, ch, final: true)
         var state = run.stopState ?? .done
-        if run.stopState == nil && run.usesTokens == false && run.record.broadcastState == "failed" { state = .failed }
+        if run.stopState == nil && run.usesTokens == false && run.record.broadcastState == .failed { state = .failed }
         if state == .superseded { run.counters.skipped = run.unreached }
         if run.counters.targets < run.counters.sent + run.counters.failed + run.counters.pruned {
             run.counters.targets = run.counters.sent + run.counters.failed + run.counters.pruned
@@ -270,9 +270,9 @@ extension FanoutEngine {
         // database refuses it, it is written again until taken (housekeeping), so the event
         // does not stay `sending` after the disk recovers.
         let end = UnrecordedFinish(
-            eventID: run.record.id, state: state, counters: run.counters, reason: run.stopReason, supersededBy: run.supersededBy)
+            eventID: run.record.id, shards: ch.lease.shards, state: state, counters: run.counters, reason: run.stopReason, supersededBy: run.supersededBy)
         store.finishEvent(
-            eventID: end.eventID, state: end.state, counters: end.counters, reason: end.reason, supersededBy: end.supersededBy
+            eventID: end.eventID, shards: end.shards, state: end.state, counters: end.counters, reason: end.reason, supersededBy: end.supersededBy
         ) { [weak self] error in
             guard let error else { return }
             self?.post(.finishFailed(end, error: "\(error)"))
@@ -310,7 +310,7 @@ extension FanoutEngine {
                     run.batchesWritten = run.batchesCheckpointed
                     let id = run.record.id
                     let batches = run.batchesCheckpointed
-                    store.checkpoint(eventID: id, cursor: run.checkpointCursor, wrapped: run.checkpointWrapped, counters: run.counters) {
+                    store.checkpoint(eventID: id, shards: ch.lease.shards, cursor: run.checkpointCursor, wrapped: run.checkpointWrapped, counters: run.counters) {
                         [weak self] error in
                         self?.post(error.map { .checkpointFailed(eventID: id, error: "\($0)") } ?? .checkpointed(eventID: id, batches: batches))
                     }
@@ -322,7 +322,7 @@ extension FanoutEngine {
             unrecordedFinishes = unrecordedFinishes.filter { f in
                 do {
                     try store.finishEvent(
-                        eventID: f.eventID, state: f.state, counters: f.counters, reason: f.reason, supersededBy: f.supersededBy)
+                        eventID: f.eventID, shards: f.shards, state: f.state, counters: f.counters, reason: f.reason, supersededBy: f.supersededBy)
                     logger.info("fanout.finish_recorded", ["event_id": .string(f.eventID), "state": .string(f.state.rawValue)])
                     return false
                 } catch {

@@ -14,7 +14,7 @@ import HeraldStore
 public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     // @unchecked: `inbox`/`stopping` are guarded by `cond`; everything else is confined to
     // the scheduler thread.
-    public let store: Store
+    public let store: any FanoutStorage
     public let config: FanoutConfig
     let transports: PushTransports
     let logger: Logger
@@ -36,7 +36,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     var channels: [Int64: ChannelRun] = [:]
     var order: [Int64] = []
     var rr = 0
-    var scanner: SubscriptionScanner?
+    var scanner: SubscriptionScan?
     var pendingCatchUps: [(ChannelRun, [UInt8])] = []
     var pendingBroadcasts: [(APNSRequest, APNSEnvironment)] = []
     var lastSweep = 0.0
@@ -60,6 +60,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     /// A final state the database did not take (disk full): written again until it does.
     struct UnrecordedFinish: Sendable {
         let eventID: String
+        let shards: ShardSet
         let state: EventState
         let counters: EventCounters
         let reason: String?
@@ -77,7 +78,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
 
     /// `transports` gives the sender for each environment and kind of push.
     public init(
-        store: Store, transports: PushTransports, config: FanoutConfig = FanoutConfig(), logger: Logger,
+        store: any FanoutStorage, transports: PushTransports, config: FanoutConfig = FanoutConfig(), logger: Logger,
         metrics: MetricsRegistry
     ) {
         self.store = store
@@ -102,7 +103,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         // The scanner's connection is opened here, before the caller goes on to serve, so
         // the process's descriptors are settled once `start` returns (it is used only by
         // the scheduler thread from then on). A failure is retried and logged by `run`.
-        scanner = try? SubscriptionScanner(store: store)
+        scanner = try? store.makeScanner()
         let finished = self.finished
         let t = Thread { [weak self] in
             ThreadName.set("fanout")
@@ -186,7 +187,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         // The first sweep (and subscription count) runs a few seconds after start.
         lastSweep = clock.now() - config.sweepInterval + min(5, config.sweepInterval)
         do {
-            if scanner == nil { scanner = try SubscriptionScanner(store: store) }
+            if scanner == nil { scanner = try store.makeScanner() }
             try recover()
         } catch {
             logger.error("fanout.start_failed", ["error": .string("\(error)")])
@@ -234,8 +235,8 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
 
     func channelRun(num: Int64) throws -> ChannelRun? {
         if let c = channels[num] { return c }
-        guard let ch = try store.channel(num: num), ch.isOpen else { return nil }
-        let run = ChannelRun(channel: ch)
+        guard let ch = try store.channel(num: num), ch.isOpen, let lease = try store.acquireLease(channelNum: num) else { return nil }
+        let run = ChannelRun(channel: ch, lease: lease)
         // Events finished before this process took the channel are not taken again.
         run.acceptedSeq = try store.lastFinishedSeq(channelNum: num)
         channels[num] = run
@@ -318,6 +319,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         }
         channels[num] = nil
         order.removeAll { $0 == num }
+        store.releaseLease(ch.lease)
         logger.info("fanout.channel_closed", ["channel": .string(channelID)])
     }
 
