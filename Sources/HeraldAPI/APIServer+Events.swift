@@ -33,7 +33,7 @@ extension APIServer {
             ])
         }
         if r.created {
-            engine.notifyEvent(r.event.id)
+            engine.notifyCommitted(r.event, channel: r.channel)
             logger.info(
                 "api.event_accepted",
                 ["channel": .string(channel), "event_id": .string(r.event.id), "seq": .int(r.event.seq), "kind": .string(event.kind.rawValue),
