@@ -39,7 +39,7 @@ public struct LeaseTable: Sendable {
                 LIMIT $2
                 FOR UPDATE SKIP LOCKED)
             UPDATE leases AS l
-            SET owner = $1, attempt = l.attempt + 1, expires_at = clock_timestamp() + $3 * interval '1 millisecond'
+            SET owner = $1, attempt = l.attempt + 1, expires_at = clock_timestamp() + $3::int8 * interval '1 millisecond'
             FROM free WHERE l.channel = free.channel AND l.shard = free.shard
             RETURNING l.channel, l.shard, l.attempt, l.expires_at, clock_timestamp() AS now
             """, [.text(owner.rawValue), .int(limit), .int8(durationMillis)])
@@ -55,7 +55,7 @@ public struct LeaseTable: Sendable {
         let sent = ContinuousClock.now
         let row = try conn.queryOne(
             """
-            UPDATE leases SET expires_at = clock_timestamp() + $5 * interval '1 millisecond'
+            UPDATE leases SET expires_at = clock_timestamp() + $5::int8 * interval '1 millisecond'
             WHERE channel = $1 AND shard = $2 AND owner = $3 AND attempt = $4
             RETURNING channel, shard, attempt, expires_at, clock_timestamp() AS now
             """, [.int8(lease.channel), .int8(lease.shard), .text(lease.owner.rawValue), .int8(lease.attempt),
@@ -103,7 +103,7 @@ public struct LeaseTable: Sendable {
         let row = try conn.queryOne(
             """
             WITH held AS (
-                UPDATE leases SET expires_at = clock_timestamp() + $5 * interval '1 millisecond'
+                UPDATE leases SET expires_at = clock_timestamp() + $5::int8 * interval '1 millisecond'
                 WHERE channel = $1 AND shard = $2 AND owner = $3 AND attempt = $4
                 RETURNING channel, shard, attempt, expires_at, clock_timestamp() AS now),
             written AS (

@@ -38,9 +38,15 @@ public struct SQLState: Sendable, Hashable, CustomStringConvertible {
     /// 55P03: a lock could not be taken (`NOWAIT`, `lock_timeout`).
     public static let lockNotAvailable = SQLState("55P03")
 
-    /// Class 08 (connection exception) or 57P0x (the server went away): the session is gone.
+    /// 08P01: the server could not read what was sent (a binary value of the wrong length);
+    /// the session stays usable.
+    public static let protocolViolation = SQLState("08P01")
+
+    /// Class 08 (connection exception, but not 08P01) or 57P0x (the server went away):
+    /// the session is gone.
     public var isConnectionLoss: Bool {
-        errorClass == "08" || rawValue == "57P01" || rawValue == "57P02" || rawValue == "57P03"
+        (errorClass == "08" && self != .protocolViolation) || rawValue == "57P01" || rawValue == "57P02"
+            || rawValue == "57P03"
     }
 
     /// A failure that running the whole transaction again may cure (40001, 40P01).

@@ -1,8 +1,9 @@
+import Foundation
 import HeraldPostgres
 import HeraldTestSupport
 
 /// A new database in the process's shared cluster, and connections to it.
-struct TestDatabase {
+struct TestDatabase: Sendable {
     let url: String
 
     init() throws {
@@ -24,4 +25,20 @@ func tokens(_ count: Int, seed: UInt64 = 1) -> [[UInt8]] {
             return withUnsafeBytes(of: state.bigEndian) { Array($0) }
         }
     }
+}
+
+/// Runs `body(i)` for i in 0..<n, each on its own thread, all released at once; returns
+/// when all have finished. (Connections are confined: each thread opens its own.)
+func onThreads(_ n: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    let go = DispatchSemaphore(value: 0)
+    for i in 0..<n {
+        Thread.detachNewThread {
+            go.wait()
+            body(i)
+            done.signal()
+        }
+    }
+    for _ in 0..<n { go.signal() }
+    for _ in 0..<n { done.wait() }
 }
