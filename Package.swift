@@ -61,6 +61,10 @@ let package = Package(
             name: "herald-bench", dependencies: ["HeraldSender", "HeraldCrypto"], path: "Benchmarks/Sources/herald-bench",
             swiftSettings: strict),
 
+        .executableTarget(
+            name: "herald-pg-bench", dependencies: ["HeraldPostgres"], path: "Benchmarks/Sources/herald-pg-bench",
+            swiftSettings: strict),
+
         // Fuzz targets (scripts/fuzz, Benchmarks/fuzz-long.sh): one libFuzzer executable for all of
         // them, the target picked by HERALD_FUZZ_TARGET; built with the sanitizer recipe only there.
         .executableTarget(
