@@ -10,7 +10,10 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 "$ROOT/scripts/bootstrap"
 (cd "$ROOT" && swift build -c release --product herald-pg-bench >&2)
 DIR="$(mktemp -u /tmp/herald-pg-bench.XXXXXX)"
+# PG_CLUSTER_OPTS: server settings, e.g. "-c shared_buffers=512MB" (the default 64 MB is
+# smaller than 1M subscriptions with their index).
 URL=$("$ROOT/scripts/pg-cluster" start "$DIR" $$)
+echo "server settings: ${PG_CLUSTER_OPTS:-defaults of scripts/pg-cluster (shared_buffers=64MB)}"
 trap '"$ROOT/scripts/pg-cluster" stop "$DIR"' EXIT
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$ROOT/.build/release/herald-pg-bench" "$URL" "$@"

@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 
 @testable import HeraldPostgres
@@ -118,6 +119,33 @@ import Testing
         #expect(e.sqlState == .queryCanceled)
         #expect(clock.now - start < .seconds(3))
         #expect(try quick.queryValue("SELECT 2::int8") == 2)
+    }
+
+    @Test func aServerThatNeverAnswersFailsAtTheConnectTimeout() throws {
+        // A loopback listener that never accepts: the TCP handshake completes (backlog), the
+        // startup message gets no answer, and only connect_timeout ends the wait.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try #require(withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } } == 0)
+        try #require(listen(fd, 8) == 0)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        let port = UInt16(bigEndian: addr.sin_port)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let e = try #require(throws: PostgresError.self) {
+            try PostgresConnection(
+                PostgresOptions(
+                    connection: try PostgresConnectionString("postgresql://herald@127.0.0.1:\(port)/x"),
+                    connectTimeout: .seconds(2)))
+        }
+        let waited = clock.now - start
+        #expect(e.kind == .connection)
+        #expect(waited >= .milliseconds(1900))
+        #expect(waited < .seconds(6))
     }
 
     @Test func anUnreachableServerFailsWithinTheConnectTimeout() throws {

@@ -14,7 +14,7 @@ import HeraldPostgres
 //   unnest       INSERT … SELECT unnest($1::bytea[], $2::int8[]) ON CONFLICT DO NOTHING,
 //                10,000 tokens per statement
 // and then 5,000 single-row upserts one round trip each vs in one pipeline.
-// Prints `name=value` lines; rows/s include encoding in Swift (also printed apart).
+// Prints `name=value` lines; rows/s include encoding the values in Swift.
 
 let args = CommandLine.arguments.dropFirst()
 guard let url = args.first else {
@@ -54,17 +54,6 @@ func run(_ conn: PostgresConnection, sizes: [Int]) throws {
         let tokens = randomTokens(n)
         let shards = tokens.map { Int64(ShardHash.shard(of: $0, count: shardCount)) }
         print("tokens=\(n)")
-
-        // Encoding alone (no server): what the Swift side costs per path.
-        let encodeRows = seconds {
-            var bytes = 0
-            for (i, t) in tokens.enumerated() {
-                let row: [PostgresValue] = [1, .int8(shards[i]), 0, .bytea(t), 1_700_000_000_000]
-                bytes &+= row.count
-            }
-            precondition(bytes > 0)
-        }
-        print("encode_values_s=\(String(format: "%.2f", encodeRows))")
 
         try fresh(conn)
         report("copy", n, try seconds {
