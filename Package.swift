@@ -45,6 +45,10 @@ let package = Package(
             name: "HeraldStore", dependencies: ["HeraldSQL", "HeraldAPNS", "HeraldCrypto"], swiftSettings: strict,
             plugins: ["EmbedMigrations"]),
         .target(name: "HeraldFanout", dependencies: ["HeraldStore", "HeraldSender"], swiftSettings: strict),
+        // The storage protocols on PostgreSQL (issue 14), beside SQLite's `Store`.
+        .target(
+            name: "HeraldPostgresStore", dependencies: ["HeraldStore", "HeraldPostgres", "HeraldCrypto", "HeraldCore"],
+            swiftSettings: strict),
 
         // Faces.
         .target(
@@ -52,7 +56,10 @@ let package = Package(
             swiftSettings: strict),
         .target(
             name: "HeraldCLI",
-            dependencies: ["HeraldAPI", "HeraldSimulator", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldHTTPServer"],
+            dependencies: [
+                "HeraldAPI", "HeraldSimulator", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldHTTPServer",
+                "HeraldPostgresStore",
+            ],
             swiftSettings: strict),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"], swiftSettings: strict),
 
@@ -99,6 +106,11 @@ let package = Package(
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(
             name: "HeraldPostgresTests", dependencies: ["HeraldPostgres", "HeraldCore", "HeraldTestSupport"],
+            swiftSettings: strict),
+        // One set of test bodies over both storage backends (SQLite file, throwaway PostgreSQL).
+        .testTarget(
+            name: "HeraldStorageContractTests",
+            dependencies: ["HeraldStore", "HeraldPostgresStore", "HeraldPostgres", "HeraldAPNS", "HeraldCore", "HeraldTestSupport"],
             swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),

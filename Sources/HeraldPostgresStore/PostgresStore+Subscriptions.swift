@@ -1,0 +1,243 @@
+import HeraldPostgres
+import HeraldStore
+
+extension PostgresStore {
+    /// The expiry of a registration (as SQLite's `Store`: an activity token lives at most
+    /// `Store.activityLifetime`).
+    static func expiry(_ kind: SubscriptionKind, requested: Int64?, now: Int64) -> Int64? {
+        switch kind {
+        case .activity: min(requested ?? Int64.max, now + Store.activityLifetime)
+        case .pushToStart: requested
+        }
+    }
+
+    static func openChannel(_ c: PostgresConnection, _ id: String) throws -> Channel {
+        guard let ch = try loadChannel(c, id: id, lock: .keyShare) else { throw StoreError.channelNotFound(id) }
+        guard ch.isOpen else { throw StoreError.channelClosed(id) }
+        return ch
+    }
+
+    static let bothKinds = PostgresValue.array(SubscriptionKind.allCases.map { .int8($0.storedCode) })
+
+    /// Registers `token` (idempotent: a repeat refreshes its registration time, which is what
+    /// protects it from a 410 APNs stamped earlier). With `replaces`, the old token is
+    /// removed in the same transaction (token rotation).
+    public func register(
+        channelID: String, token: [UInt8], kind: SubscriptionKind, replaces: [UInt8]?, expiresAt: Int64?
+    ) throws -> (Subscription, created: Bool, channel: Channel) {
+        let nowMs = clock.nowMillis()
+        let exp = Self.expiry(kind, requested: expiresAt, now: nowMs / 1000)
+        return try write { c in
+            let ch = try Self.openChannel(c, channelID)
+            if let old = replaces, old != token {
+                try c.run(
+                    "DELETE FROM subscriptions WHERE channel = $1 AND kind = ANY($2::int8[]) AND token = $3",
+                    [.int8(ch.num), Self.bothKinds, .bytea(old)])
+            }
+            let r = try c.queryOne(
+                """
+                INSERT INTO subscriptions (channel, shard, kind, token, registered_at_ms, expires_at)
+                VALUES ($1, $2, $3, $4, $5, $6)
+                ON CONFLICT (channel, kind, token) DO UPDATE
+                SET registered_at_ms = EXCLUDED.registered_at_ms, expires_at = EXCLUDED.expires_at
+                RETURNING (xmax = 0) AS created
+                """,
+                [.int8(ch.num), .int(Shards.shard(of: token)), .int8(kind.storedCode), .bytea(token), .int8(nowMs), exp.parameter])
+            let created = try r?.bool("created") ?? false
+            return (
+                Subscription.stored(channelID: channelID, token: token, kind: kind, registeredAtMillis: nowMs, expiresAt: exp),
+                created, ch
+            )
+        }
+    }
+
+    /// Removes `token` (any kind) from a channel. Throws `subscriptionNotFound` when there
+    /// was none, `channelNotFound` for an unknown channel.
+    public func unregister(channelID: String, token: [UInt8]) throws {
+        try write { c in
+            guard let ch = try Self.loadChannel(c, id: channelID) else { throw StoreError.channelNotFound(channelID) }
+            let n = try c.run(
+                "DELETE FROM subscriptions WHERE channel = $1 AND kind = ANY($2::int8[]) AND token = $3",
+                [.int8(ch.num), Self.bothKinds, .bytea(token)])
+            if n == 0 { throw StoreError.subscriptionNotFound }
+        }
+    }
+
+    /// Rows per upsert statement of a batch (one transaction for the whole batch).
+    static let batchChunk = 50_000
+
+    /// Bulk registration in one transaction: `INSERT … SELECT FROM unnest(…)` in chunks,
+    /// one upsert each (ON CONFLICT refreshes the registration), then the removals.
+    public func batch(channelID: String, subscribe: [SubscriptionInput], unsubscribe: [[UInt8]]) throws -> BatchResult {
+        let nowMs = clock.nowMillis()
+        let activityExp = nowMs / 1000 + Store.activityLifetime
+        // One row per (kind, token), the last entry winning (as SQLite's stable sort makes
+        // it): an upsert may not touch a row twice. Repeats count as updates there too.
+        var last: [Key: Int] = [:]
+        last.reserveCapacity(subscribe.count)
+        for (i, s) in subscribe.enumerated() { last[Key(kind: s.kind.storedCode, token: s.token)] = i }
+        let rows = last.values.sorted().map { subscribe[$0] }
+        let repeats = subscribe.count - rows.count
+        return try write { c in
+            let ch = try Self.openChannel(c, channelID)
+            var created = 0
+            var joined: [[UInt8]] = []
+            var start = 0
+            while start < rows.count {
+                let chunk = rows[start..<min(start + Self.batchChunk, rows.count)]
+                start += chunk.count
+                var shards: [PostgresValue] = [], kinds: [PostgresValue] = [], tokens: [PostgresValue] = []
+                var expiries: [PostgresValue] = []
+                shards.reserveCapacity(chunk.count)
+                kinds.reserveCapacity(chunk.count)
+                tokens.reserveCapacity(chunk.count)
+                expiries.reserveCapacity(chunk.count)
+                for s in chunk {
+                    let exp: Int64? = s.kind == .activity ? min(s.expiresAt ?? activityExp, activityExp) : s.expiresAt
+                    shards.append(.int(Shards.shard(of: s.token)))
+                    kinds.append(.int8(s.kind.storedCode))
+                    tokens.append(.bytea(s.token))
+                    expiries.append(exp.parameter)
+                }
+                for r in try c.query(
+                    """
+                    WITH up AS (
+                        INSERT INTO subscriptions (channel, shard, kind, token, registered_at_ms, expires_at)
+                        SELECT $1, u.shard, u.kind, u.token, $2, u.expires_at
+                        FROM unnest($3::int8[], $4::int8[], $5::bytea[], $6::int8[]) AS u(shard, kind, token, expires_at)
+                        ON CONFLICT (channel, kind, token) DO UPDATE
+                        SET registered_at_ms = EXCLUDED.registered_at_ms, expires_at = EXCLUDED.expires_at
+                        RETURNING kind, token, (xmax = 0) AS created)
+                    SELECT kind, token FROM up WHERE created
+                    """,
+                    [.int8(ch.num), .int8(nowMs), .array(shards), .array(kinds), .array(tokens), .array(expiries)])
+                {
+                    created += 1
+                    if try r.int64("kind") == SubscriptionKind.activity.storedCode { joined.append(try r.bytea("token")) }
+                }
+            }
+            var unsubscribed = 0
+            if !unsubscribe.isEmpty {
+                let gone = try c.query(
+                    """
+                    DELETE FROM subscriptions WHERE channel = $1 AND kind = ANY($2::int8[]) AND token = ANY($3::bytea[])
+                    RETURNING token
+                    """, [.int8(ch.num), Self.bothKinds, .array(unsubscribe.map { .bytea($0) })])
+                unsubscribed = gone.count
+                if !joined.isEmpty && unsubscribed > 0 {
+                    let removed = Set(try gone.map { r throws(PostgresError) in try r.bytea("token") })
+                    joined.removeAll { removed.contains($0) }
+                }
+            }
+            joined.sort { $0.lexicographicallyPrecedes($1) }
+            return BatchResult.stored(
+                subscribed: created, updated: rows.count - created + repeats, unsubscribed: unsubscribed, joined: joined,
+                channel: ch)
+        }
+    }
+
+    struct Key: Hashable {
+        var kind: Int64
+        var token: [UInt8]
+    }
+
+    /// Removes tokens APNs reported dead, each unless it was registered at or after its
+    /// `beforeMillis` (APNs' 410 timestamp: a re-registration after it wins). Returns how
+    /// many were removed.
+    public func prune(channelNum: Int64, _ items: [(kind: SubscriptionKind, token: [UInt8], beforeMillis: Int64)]) throws -> Int {
+        guard !items.isEmpty else { return 0 }
+        return try write { c in
+            try c.run(
+                """
+                DELETE FROM subscriptions s USING unnest($2::int8[], $3::bytea[], $4::int8[]) AS u(kind, token, before_ms)
+                WHERE s.channel = $1 AND s.kind = u.kind AND s.token = u.token AND s.registered_at_ms < u.before_ms
+                """,
+                [.int8(channelNum), .array(items.map { .int8($0.kind.storedCode) }), .array(items.map { .bytea($0.token) }),
+                 .array(items.map { .int8($0.beforeMillis) })])
+        }
+    }
+
+    /// Deletes expired subscriptions, at most `limit` per call. Returns how many.
+    public func sweepExpiredSubscriptions(limit: Int = 10_000) throws -> Int {
+        let now = clock.nowSeconds()
+        return try write { c in
+            try c.run(
+                """
+                DELETE FROM subscriptions WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM subscriptions WHERE expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2))
+                """, [.int8(now), .int(limit)])
+        }
+    }
+
+    /// Subscriptions of every channel by kind (expired ones included until swept).
+    public func subscriptionTotals() throws -> (activity: Int64, pushToStart: Int64) {
+        try read { c in
+            var a: Int64 = 0
+            var p: Int64 = 0
+            for r in try c.query("SELECT kind, count(*) AS n FROM subscriptions GROUP BY kind") {
+                if try r.int64("kind") == SubscriptionKind.activity.storedCode { a = try r.int64("n") } else { p = try r.int64("n") }
+            }
+            return (a, p)
+        }
+    }
+
+    /// Live subscriptions of `kind` on a channel.
+    public func countSubscriptions(channelNum: Int64, kind: SubscriptionKind) throws -> Int64 {
+        let now = clock.nowSeconds()
+        return try read { c in
+            try Self.countLive(c, channelNum: channelNum, kind: kind, now: now)
+        }
+    }
+
+    static func countLive(_ c: PostgresConnection, channelNum: Int64, kind: SubscriptionKind, now: Int64) throws(PostgresError) -> Int64 {
+        try c.queryValue(
+            "SELECT count(*) FROM subscriptions WHERE channel = $1 AND kind = $2 AND (expires_at IS NULL OR expires_at > $3)",
+            [.int8(channelNum), .int8(kind.storedCode), .int8(now)])?.int64Value ?? 0
+    }
+
+    /// A reader of subscriptions on its own connection (the fan-out's executor thread).
+    public func makeScanner() throws -> SubscriptionScan {
+        try Self.translating { PostgresScanner(connection: try pool.openDedicated(), pool: pool) }
+    }
+}
+
+/// Streams a channel's subscriptions of a lease's shards in token order (bytea order is
+/// SQLite's BLOB order: bytes, then length), one short statement per batch, on a
+/// connection of its own (reopened after a loss). Not thread-safe: one per thread.
+final class PostgresScanner: SubscriptionScan {
+    private var connection: PostgresConnection
+    private let pool: ConnectionPool
+
+    init(connection: PostgresConnection, pool: ConnectionPool) {
+        self.connection = connection
+        self.pool = pool
+    }
+
+    deinit { connection.close() }
+
+    func next(
+        channelNum: Int64, kind: SubscriptionKind, shards: ShardSet, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
+    ) throws -> [(token: [UInt8], registeredAtMillis: Int64)] {
+        if shards.isEmpty { return [] }
+        return try PostgresStore.translating {
+            if !connection.isConnected { connection = try pool.openDedicated() }
+            var sql = """
+                SELECT token, registered_at_ms FROM subscriptions
+                WHERE channel = $1 AND kind = $2 AND token > $3 AND (expires_at IS NULL OR expires_at > $4)
+                """
+            var args: [PostgresValue] = [.int8(channelNum), .int8(kind.storedCode), .bytea(after), .int8(now), .int(limit)]
+            if let before {
+                sql += " AND token <= $6"
+                args.append(.bytea(before))
+            }
+            if !shards.isAll {
+                sql += " AND shard = ANY($\(args.count + 1)::int8[])"
+                args.append(.array((0..<Shards.count).filter(shards.contains).map { .int($0) }))
+            }
+            sql += " ORDER BY token LIMIT $5"
+            return try connection.query(sql, args).map { r throws(PostgresError) in
+                (try r.bytea("token"), try r.int64("registered_at_ms"))
+            }
+        }
+    }
+}
