@@ -124,7 +124,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["HeraldCLI", "HeraldAPI", "HeraldSimulator", "HeraldSender", "HeraldFanout", "HeraldStore", "HeraldTestSupport", "HeraldSQL"],
+            dependencies: [
+                "HeraldCLI", "HeraldAPI", "HeraldSimulator", "HeraldSender", "HeraldFanout", "HeraldStore", "HeraldTestSupport", "HeraldSQL",
+                "HeraldPostgres",
+            ],
             swiftSettings: strict),
     ]
 )

@@ -48,7 +48,7 @@ struct AdminOptions {
     }
 
     /// The file `herald serve` writes its admin token to, beside its database.
-    var tokenFilePath: String { tokenFile ?? (db + ".admin-token") }
+    var tokenFilePath: String { tokenFile ?? StorageTarget(db).defaultAdminTokenFile }
 
     /// The key to send, and where it came from (for error messages). Throws
     /// `CommandFailure` when there is none.

@@ -61,6 +61,10 @@ enum BackupCommand: HeraldCommand {
 
     static func run(_ args: inout Arguments, console: Console) throws -> Int32 {
         let db = try args.option("--db", env: "HERALD_DB", default: "./herald.db")
+        if StorageTarget(db).isPostgres {
+            throw CommandFailure(
+                "\(StorageTarget(db).display) is PostgreSQL: back it up with pg_dump or the server's continuous archiving (PITR); herald backup copies SQLite files")
+        }
         guard let to = try args.option("--to"), !to.isEmpty else { throw UsageError("--to FILE is required") }
         let json = args.flag("--json")
         try args.finish()

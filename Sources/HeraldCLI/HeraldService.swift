@@ -13,7 +13,8 @@ import HeraldStore
 /// A running Herald: store, pools, scheduler and API, started in dependency order and
 /// stopped in reverse. Used by `herald serve` and `herald demo`.
 final class HeraldService: Sendable {
-    let store: Store
+    let store: any HeraldStorage
+    let closeStore: @Sendable () -> Void
     let pools: APNSPools?
     let engine: FanoutEngine
     let api: HTTPServer
@@ -27,14 +28,11 @@ final class HeraldService: Sendable {
         let metrics = MetricsRegistry()
         var dbOptions = DatabaseOptions()
         dbOptions.synchronous = s.syncFull ? .full : .normal
-        do {
-            store = try Store(path: s.db, options: dbOptions)
-        } catch let e as StoreError {
-            throw CommandFailure(e.description)
-        } catch {
-            throw CommandFailure("cannot open the database \(s.db): \(error)")
-        }
-        store.db.registerMetrics(in: metrics)
+        let target = StorageTarget(s.db)
+        let opened = try target.open(sqliteOptions: dbOptions)
+        store = opened.storage
+        closeStore = opened.close
+        opened.sqlite?.db.registerMetrics(in: metrics)
         adminToken = try Self.adminToken(s, console: console, logger: logger)
         let jwt = try Self.jwtProvider(s, logger: logger)
         if let jwt {
@@ -81,7 +79,7 @@ final class HeraldService: Sendable {
         } catch {
             engine.stop()
             pools?.shutdown()
-            store.close()
+            closeStore()
             throw CommandFailure("cannot listen: \(error)")
         }
         engine.start()
@@ -95,7 +93,7 @@ final class HeraldService: Sendable {
         logger.info(
             "herald.started",
             ["api": .string("http://\(HostPort(host: api.boundAddress, port: Int(api.port)))"), "metrics": metricsServer.map { .string("http://\(HostPort(host: $0.boundAddress, port: Int($0.port)))") } ?? .null,
-             "db": .string(s.db), "apns": .string(jwt == nil ? "not configured" : (s.apnsHost?.description ?? "Apple"))])
+             "db": .string(target.display), "apns": .string(jwt == nil ? "not configured" : (s.apnsHost?.description ?? "Apple"))])
     }
 
     /// Stops taking requests, then the scheduler (events in flight stay `sending` and
@@ -105,7 +103,7 @@ final class HeraldService: Sendable {
         metricsServer?.stop()
         engine.stop()
         pools?.shutdown()
-        store.close()
+        closeStore()
         logger.info("herald.stopped")
     }
 

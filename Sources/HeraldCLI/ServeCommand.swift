@@ -33,13 +33,12 @@ enum ServeCommand: HeraldCommand {
         }
         if let ca = s.apnsCAFile, !FileManager.default.isReadableFile(atPath: ca) { problems.append("cannot read --apns-ca-file \(ca)") }
         do {
-            let store = try Store(path: s.db)
-            store.close()
+            try StorageTarget(s.db).open().close()
         } catch {
-            problems.append("database \(s.db): \(error)")
+            problems.append("database \(StorageTarget(s.db).display): \(error)")
         }
         if problems.isEmpty {
-            console.print("configuration ok: API on \(s.listen), database \(s.db), APNs \(s.apnsHost?.description ?? "Apple")")
+            console.print("configuration ok: API on \(s.listen), database \(StorageTarget(s.db).display), APNs \(s.apnsHost?.description ?? "Apple")")
             return ExitCode.ok
         }
         for p in problems { console.error("herald serve --check-config: \(p)") }
@@ -52,27 +51,28 @@ enum MigrateCommand: HeraldCommand {
     static let name = "migrate"
     static let summary = "apply the schema migrations to a database"
     static let help = """
-        Usage: herald migrate [--db PATH]
+        Usage: herald migrate [--db PATH|URL]
 
         Applies Migrations/*.sql (built into herald) that the database lacks, in order,
         each in its own transaction; `serve` does the same on start. A database newer than
         this herald is refused.
 
-          --db PATH    the database (env HERALD_DB, default ./herald.db)
+          --db PATH    the database (env HERALD_DB, default ./herald.db): a SQLite file, or
+                       a postgresql:// URL (password in PGPASSWORD or ~/.pgpass)
         """
 
     static func run(_ args: inout Arguments, console: Console) throws -> Int32 {
         let db = try args.option("--db", env: "HERALD_DB", default: "./herald.db")
         try args.finish()
+        let target = StorageTarget(db)
         do {
-            let applied = try Store.migrate(path: db)
-            let all = Store.migrations.map(\.version)
+            let (applied, schema) = try target.migrate()
             console.print(applied.isEmpty
-                ? "\(db): up to date (schema \(all.max() ?? 0))"
-                : "\(db): applied \(applied.map(String.init).joined(separator: ", ")) (schema \(all.max() ?? 0))")
+                ? "\(target.display): up to date (schema \(schema))"
+                : "\(target.display): applied \(applied.map(String.init).joined(separator: ", ")) (schema \(schema))")
             return ExitCode.ok
         } catch {
-            throw CommandFailure("\(db): \(error)")
+            throw CommandFailure("\(target.display): \(error)")
         }
     }
 }

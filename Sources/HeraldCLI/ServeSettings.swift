@@ -17,7 +17,7 @@ struct ServeSettings: Sendable {
     static let options: [ServeOption] = [
         ServeOption(flag: "--listen", env: "HERALD_LISTEN", defaultValue: "127.0.0.1:8080", help: "address of the HTTP API"),
         ServeOption(flag: "--metrics-listen", env: "HERALD_METRICS_LISTEN", defaultValue: nil, help: "extra address serving only /metrics, /healthz and /readyz (a private network)"),
-        ServeOption(flag: "--db", env: "HERALD_DB", defaultValue: "./herald.db", help: "SQLite database file (created and migrated on start)"),
+        ServeOption(flag: "--db", env: "HERALD_DB", defaultValue: "./herald.db", help: "SQLite database file, or a postgresql:// URL (password in PGPASSWORD or ~/.pgpass); created or migrated on start"),
         ServeOption(flag: "--db-sync", env: "HERALD_DB_SYNC", defaultValue: "full", help: "full: every commit fsynced (survives power loss); normal: survives a process crash only"),
         ServeOption(flag: "--admin-token", env: "HERALD_ADMIN_TOKEN", defaultValue: nil, help: "the admin bearer token; when absent one is made and written to --admin-token-file"),
         ServeOption(flag: "--admin-token-file", env: "HERALD_ADMIN_TOKEN_FILE", defaultValue: "<db>.admin-token", help: "where the generated admin token is kept (mode 0600)"),
@@ -74,7 +74,7 @@ struct ServeSettings: Sendable {
         guard sync == "full" || sync == "normal" else { throw UsageError("--db-sync must be full or normal, got '\(sync)'") }
         s.syncFull = sync == "full"
         s.adminToken = try args.option("--admin-token", env: "HERALD_ADMIN_TOKEN")
-        s.adminTokenFile = try args.option("--admin-token-file", env: "HERALD_ADMIN_TOKEN_FILE") ?? s.db + ".admin-token"
+        s.adminTokenFile = try args.option("--admin-token-file", env: "HERALD_ADMIN_TOKEN_FILE") ?? StorageTarget(s.db).defaultAdminTokenFile
         s.apnsKeyFile = try args.option("--apns-key-file", env: "HERALD_APNS_KEY_FILE")
         s.apnsKeyID = try args.option("--apns-key-id", env: "HERALD_APNS_KEY_ID")
         s.apnsTeamID = try args.option("--apns-team-id", env: "HERALD_APNS_TEAM_ID")
