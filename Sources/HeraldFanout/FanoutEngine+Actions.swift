@@ -239,7 +239,7 @@ final class RunSink: APNSResultSink {
         engine?.post(
             .answer(
                 .token(run: run, batch: r.index / batchSize, slot: r.index % batchSize), result, attempts: r.attempts,
-                sentAtMillis: r.sentAtMillis))
+                sentAtMillis: r.sentAtMillis, request: r))
     }
 }
 
@@ -254,7 +254,7 @@ final class BroadcastSink: APNSResultSink {
     }
 
     func apnsCompleted(_ r: APNSRequest, result: APNSResult) {
-        engine?.post(.answer(.broadcast(run: run), result, attempts: r.attempts, sentAtMillis: r.sentAtMillis))
+        engine?.post(.answer(.broadcast(run: run), result, attempts: r.attempts, sentAtMillis: r.sentAtMillis, request: r))
     }
 }
 
@@ -269,6 +269,7 @@ final class CatchUpSink: APNSResultSink {
     }
 
     func apnsCompleted(_ r: APNSRequest, result: APNSResult) {
-        engine?.post(.answer(.catchUp(channel: channel, id: r.index), result, attempts: r.attempts, sentAtMillis: r.sentAtMillis))
+        engine?.post(
+            .answer(.catchUp(channel: channel, id: r.index), result, attempts: r.attempts, sentAtMillis: r.sentAtMillis, request: r))
     }
 }

@@ -58,7 +58,11 @@ public final class FanoutEngine: @unchecked Sendable {
     enum Message {
         case event(String)
         case committed(EventRecord, Channel)
-        case answer(RequestID, APNSResult, attempts: Int, sentAtMillis: Int64)
+        /// `request` rides along only to be released here, on the thread that allocated it:
+        /// glibc's malloc keeps freed blocks per thread, so a million requests freed on the
+        /// sender's loop sent the engine's allocations down malloc's slow path and grew the
+        /// heap (perf of `Benchmarks/fanout.sh`: `_int_malloc` on the fanout thread).
+        case answer(RequestID, APNSResult, attempts: Int, sentAtMillis: Int64, request: APNSRequest)
         case closed(String)
         case registered(channelID: String, tokens: [[UInt8]])
         case targets(RunID, Int64)
@@ -252,7 +256,7 @@ public final class FanoutEngine: @unchecked Sendable {
 
     private func handle(_ m: Message) {
         switch m {
-        case .answer(let id, let result, let attempts, let sentAt):
+        case .answer(let id, let result, let attempts, let sentAt, _):
             execute(scheduler.answered(id, result, attempts: attempts, sentAtMillis: sentAt))
         case .event(let id):
             do {

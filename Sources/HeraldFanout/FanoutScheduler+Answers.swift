@@ -23,7 +23,7 @@ extension FanoutScheduler {
     ) {
         // In place (a copy of the run out of the dictionary would copy its batches on write,
         // once per answer: a million answers per fan-out).
-        guard runs[id] != nil else { return }
+        guard runs.index(forKey: id) != nil else { return }
         let metrics = self.metrics
         let applied = Self.apply(result, batch: batch, slot: slot, attempts: attempts, sentAtMillis: sentAtMillis, to: &runs[id]!, metrics)
         guard let (stopReason, prune, orphaned) = applied else { return }

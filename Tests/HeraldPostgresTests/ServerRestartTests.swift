@@ -50,14 +50,4 @@ import Testing
         try sender.notify("after_restart", payload: "back")
         #expect(try conn.nextNotification(timeout: .seconds(10))?.payload == "back")
     }
-
-    @Test func theSharedClusterRunsAsAnUnprivilegedUser() throws {
-        let conn = try PostgresConnection(PostgresOptions(connection: try PostgresConnectionString(try PostgresCluster.shared().url)))
-        #expect(try conn.queryValue("SELECT current_setting('listen_addresses')") == "")
-        #expect(try conn.queryValue("SELECT current_setting('fsync')") == "off")
-        // The server process does not run as root.
-        let owner = try FileManager.default.attributesOfItem(atPath: try PostgresCluster.shared().directory + "/data")[.ownerAccountID] as? Int
-        #expect(owner != 0 || getuid() != 0)
-        if getuid() == 0 { #expect(owner != 0) }
-    }
 }

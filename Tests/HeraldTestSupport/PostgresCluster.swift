@@ -84,6 +84,23 @@ public final class PostgresCluster: Sendable {
         }
     }()
 
+    /// The bytes of a file as text, read with read(2): String(contentsOfFile:) leaks its
+    /// 4 KiB buffer for an empty file (LeakSanitizer, Swift 6.3.1's FoundationEssentials).
+    static func readAll(_ path: String) -> String {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Runs `scripts/pg-cluster` with `args` and returns its output (stdout and stderr).
     ///
     /// posix_spawn + waitpid on the one child, output through a temp file: nothing here
@@ -108,7 +125,7 @@ public final class PostgresCluster: Sendable {
         while waitpid(pid, &status, 0) == -1 {
             guard errno == EINTR else { throw ClusterError(description: "waitpid: errno \(errno)") }
         }
-        let text = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+        let text = Self.readAll(outPath)
         let exited = (status & 0x7f) == 0
         let code = (status >> 8) & 0xff
         guard exited, code == 0 else {
