@@ -102,7 +102,7 @@ let package = Package(
         .testTarget(
             name: "HeraldSchedulerTests", dependencies: ["HeraldFanout", "HeraldStore", "HeraldSender", "HeraldAPNS", "HeraldCore", "HeraldNet"],
             swiftSettings: strict),
-        .testTarget(name: "HeraldAPITests", dependencies: ["HeraldAPI", "HeraldCLI", "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldHTTPServer"], swiftSettings: strict),
+        .testTarget(name: "HeraldAPITests", dependencies: ["HeraldAPI", "HeraldCLI", "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldHTTPServer", "HeraldPostgresStore"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(
             name: "HeraldPostgresTests", dependencies: ["HeraldPostgres", "HeraldCore", "HeraldTestSupport"],

@@ -50,7 +50,8 @@ final class ConnectionPool: Sendable {
         freed.lock()
         defer { freed.unlock() }
         while true {
-            let got: Slot?? = state.withLock { s in
+            let got: Slot?? = try state.withLock { s throws(PostgresError) in
+                if s.closed { throw PostgresError(kind: .connection, message: "the store is closed") }
                 if let slot = s.idle.popLast() { return .some(slot) }
                 if s.open < capacity {
                     s.open += 1
@@ -88,7 +89,8 @@ final class ConnectionPool: Sendable {
         freed.unlock()
     }
 
-    /// Closes the idle connections; connections in use are closed when given back.
+    /// Closes the idle connections; connections in use are closed when given back; every
+    /// later call fails as if the database were unreachable.
     func close() {
         let idle = state.withLock { s -> [Slot] in
             s.closed = true

@@ -63,8 +63,9 @@ extension PostgresStore {
         }
     }
 
-    /// Rows per upsert statement of a batch (one transaction for the whole batch).
-    static let batchChunk = 50_000
+    /// Rows per upsert statement of a batch (one transaction for the whole batch): an API
+    /// batch (10k at most) is one statement, the size docs/postgres.md measured unnest at.
+    static let batchChunk = 10_000
 
     /// Bulk registration in one transaction: `INSERT … SELECT FROM unnest(…)` in chunks,
     /// one upsert each (ON CONFLICT refreshes the registration), then the removals.

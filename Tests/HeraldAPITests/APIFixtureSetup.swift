@@ -1,22 +1,35 @@
 import Foundation
 import HeraldAPI
 import HeraldCore
+import HeraldPostgresStore
 import HeraldSimulator
 import HeraldTestSupport
 import Testing
 
 extension APIFixture {
-    /// A fixture serving the real `APIServer` (the production handler, default settings).
-    static func start() throws -> APIFixture {
-        try APIFixture { p in
+    /// A fixture serving the real `APIServer` (the production handler, default settings),
+    /// on `storage` (default: `testStorage`).
+    static func start(storage: StorageFactory? = testStorage) throws -> APIFixture {
+        try APIFixture(storage: storage) { p in
             var c = APIConfig()
             c.adminToken = Redacted(p.adminToken)
             return APIServer(
-                config: c, store: p.store, engine: p.engine, channelManagers: p.channelManagers, metrics: p.metrics,
+                config: c, store: p.storage, engine: p.engine, channelManagers: p.channelManagers, metrics: p.metrics,
                 logger: .discard)
         }
     }
 }
+
+/// PostgreSQL: a new database in the process's throwaway cluster per fixture.
+let postgresStorage = StorageFactory(name: "postgres") { _, clock in
+    let store = try PostgresStore(url: try PostgresCluster.shared().makeDatabase("api"), clock: clock, connections: 6)
+    return OpenedStorage(storage: store, close: { store.close() })
+}
+
+/// The storage the live API suites run on: SQLite (nil: the fixture's own `Store`), or
+/// PostgreSQL with `HERALD_TEST_STORAGE=postgres` (the same suites, unchanged).
+let testStorage: StorageFactory? =
+    ProcessInfo.processInfo.environment["HERALD_TEST_STORAGE"] == "postgres" ? postgresStorage : nil
 
 /// One live API server per suite: `@Suite(.liveAPI)` starts it before the suite's first
 /// test and stops it after its last; tests reach it with `try Live.api()`. Tests of a suite

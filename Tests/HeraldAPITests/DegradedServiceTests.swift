@@ -67,7 +67,7 @@ import Testing
     @Test func readyzIs503WithRetryAfterWhenTheDatabaseIsClosed() throws {
         let fx = try APIFixture.start()
         #expect(try fx.client.send("GET", "/readyz").status == 200)
-        fx.fanout.store.close()
+        fx.fanout.closeStorage()
         let r = try fx.client.send("GET", "/readyz")
         #expect(r.status == 503)
         #expect(r.errorCode == "unavailable")

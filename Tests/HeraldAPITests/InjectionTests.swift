@@ -45,7 +45,7 @@ import Testing
         #expect(try fx.admin("GET", "/v1/channels/\(b.channel)/events/\(b.eventID)").status == 200)
         #expect(try fx.client.send("DELETE", "/v1/channels/\(b.channel)/subscriptions/\(b.token)", token: fx.adminToken).status == 204)
         #expect(try fx.subscribe(b.channel, b.token).status == 201)
-        #expect(fx.fanout.store.isReady())
+        #expect(fx.fanout.storage.isReady())
     }
 
     @Test func identifiersAndEnumsRefuseSQL() throws {

@@ -370,7 +370,7 @@ extension Route {
             degraded,
             [Call(method: "POST", path: "/v1/channels", key: degraded.adminToken, json: ["id": "b", "bundle_id": "com.example.app", "mode": "hybrid"], expect: 503)],
             routes, ledger)
-        degraded.fanout.store.close()
+        degraded.fanout.closeStorage()
         try run(
             degraded, [Call(method: "GET", path: "/readyz", expect: 503), Call(method: "HEAD", path: "/readyz", expect: 503)],
             routes, ledger)

@@ -13,6 +13,9 @@ import HeraldStore
 /// package gives it the engines only); the API tests pass `APIServer.init`.
 public struct APIParts: Sendable {
     public let store: Store
+    /// What the engine runs on and the API should use: `store` unless the fixture was
+    /// given another storage.
+    public let storage: any HeraldStorage
     public let engine: FanoutEngine
     /// APNs channel management for every environment: the fixture's one simulator.
     public let channelManagers: @Sendable (APNSEnvironment) -> APNSChannelManager?
@@ -52,13 +55,13 @@ public final class APIFixture: Sendable {
     public init(
         http: HTTPServerConfig = APIFixture.defaultHTTP,
         adminToken: String = "hk_admin_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),
-        connections: Int = 2,
+        connections: Int = 2, storage: StorageFactory? = nil,
         makeHandler: (APIParts) throws -> any HTTPHandler
     ) throws {
-        let fanout = try FanoutFixture(connections: connections)
+        let fanout = try FanoutFixture(connections: connections, storage: storage)
         let manager = fanout.channels
         let parts = APIParts(
-            store: fanout.store, engine: fanout.engine, channelManagers: { _ in manager }, metrics: fanout.metrics,
+            store: fanout.store, storage: fanout.storage, engine: fanout.engine, channelManagers: { _ in manager }, metrics: fanout.metrics,
             adminToken: adminToken)
         let handler = try makeHandler(parts)
         server = try HTTPServer(config: http, logger: .discard, handler: handler)

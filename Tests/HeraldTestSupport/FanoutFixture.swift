@@ -13,6 +13,10 @@ public final class FanoutFixture: @unchecked Sendable {
     public let sim: SimFixture
     public let dbPath: String
     public let store: Store
+    /// What the engine (and an API over this fixture) runs on: `store`, unless the fixture
+    /// was given another storage.
+    public let storage: any HeraldStorage
+    private let closeStorageNow: @Sendable () -> Void
     public let pool: APNSClientPool
     public let broadcastPool: APNSClientPool
     public let channels: APNSChannelManager
@@ -21,11 +25,20 @@ public final class FanoutFixture: @unchecked Sendable {
 
     public init(
         connections: Int = 2, clock: WallClock = SystemClock(), fanout: (inout FanoutConfig) -> Void = { _ in },
-        pool poolConfig: (inout APNSPoolConfig) -> Void = { _ in }, simulator: (inout SimulatorConfig) -> Void = { _ in }
+        pool poolConfig: (inout APNSPoolConfig) -> Void = { _ in }, simulator: (inout SimulatorConfig) -> Void = { _ in },
+        storage factory: StorageFactory? = nil
     ) throws {
         sim = try SimFixture(configure: simulator)
         dbPath = sim.dir + "/herald.db"
         store = try Store(path: dbPath, clock: clock)
+        if let factory {
+            let opened = try factory.make(sim.dir, clock)
+            storage = opened.storage
+            closeStorageNow = opened.close
+        } else {
+            storage = store
+            closeStorageNow = {}
+        }
         (pool, _) = try sim.pool(connections: connections, configure: poolConfig)
         (broadcastPool, _) = try sim.pool(connections: 1) { $0.name = "broadcast" }
         channels = APNSChannelManager(pool: broadcastPool, timeout: 10)
@@ -33,7 +46,7 @@ public final class FanoutFixture: @unchecked Sendable {
         fc.checkpointInterval = 0.05
         fanout(&fc)
         engine = FanoutEngine(
-            store: store, transports: SharedTransports(tokens: pool, broadcast: broadcastPool), config: fc, logger: .discard,
+            store: storage, transports: SharedTransports(tokens: pool, broadcast: broadcastPool), config: fc, logger: .discard,
             metrics: metrics)
         engine.start()
     }
@@ -42,6 +55,14 @@ public final class FanoutFixture: @unchecked Sendable {
         engine.stop()
         pool.shutdown()
         broadcastPool.shutdown()
+        closeStorageNow()
+        store.close()
+    }
+
+    /// Closes the storage under the running engine and API (and `store`): what a database
+    /// that went away looks like to them.
+    public func closeStorage() {
+        closeStorageNow()
         store.close()
     }
 
@@ -53,7 +74,7 @@ public final class FanoutFixture: @unchecked Sendable {
     ) throws -> Channel {
         var apnsID: String?
         if mode.usesBroadcast { apnsID = try channels.create(bundleID: bundle, storagePolicy: storage.apnsValue) }
-        return try store.createChannel(
+        return try self.storage.createChannel(
             id: id, bundleID: bundle, mode: mode, environment: .sandbox, storagePolicy: storage, apnsChannelID: apnsID,
             settings: settings)
     }
@@ -62,7 +83,7 @@ public final class FanoutFixture: @unchecked Sendable {
     public func subscribe(_ channel: String, _ tokens: [String], kind: SubscriptionKind = .activity) throws {
         for chunk in stride(from: 0, to: tokens.count, by: 50_000) {
             let inputs = tokens[chunk..<min(chunk + 50_000, tokens.count)].map { SubscriptionInput(token: Hex.decode($0)!, kind: kind) }
-            _ = try store.batch(channelID: channel, subscribe: Array(inputs), unsubscribe: [])
+            _ = try storage.batch(channelID: channel, subscribe: Array(inputs), unsubscribe: [])
         }
     }
 
@@ -82,7 +103,7 @@ public final class FanoutFixture: @unchecked Sendable {
         if let timestamp { aps["timestamp"] = .int(timestamp) }
         for (k, v) in extra { aps[k] = v }
         let event = try LiveActivityEvent.validate(.object(["aps": .object(aps)]))
-        let r = try store.publish(channelID: channel, event: event, idempotencyKey: nil, dryRun: false)
+        let r = try storage.publish(channelID: channel, event: event, idempotencyKey: nil, dryRun: false)
         if notify { engine.notifyEvent(r.event.id) }
         return r.event
     }
@@ -96,7 +117,7 @@ public final class FanoutFixture: @unchecked Sendable {
     public func waitFor(_ e: EventRecord, timeout: Double = 60, _ condition: (EventRecord) -> Bool) throws -> EventRecord {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while true {
-            let r = try store.event(channelID: e.channelID, eventID: e.id)
+            let r = try storage.event(channelID: e.channelID, eventID: e.id)
             if condition(r) || Date() > deadline { return r }
             usleep(5_000)
         }
