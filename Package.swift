@@ -69,6 +69,10 @@ let package = Package(
             swiftSettings: strict),
 
         .executableTarget(
+            name: "herald-pgstore-bench", dependencies: ["HeraldPostgresStore", "HeraldStore", "HeraldCore"],
+            path: "Benchmarks/Sources/herald-pgstore-bench", swiftSettings: strict),
+
+        .executableTarget(
             name: "herald-pg-bench", dependencies: ["HeraldPostgres"], path: "Benchmarks/Sources/herald-pg-bench",
             swiftSettings: strict),
 

@@ -21,10 +21,10 @@ extension PostgresStore {
                 return try write { c in
                     try Self.publish(c, channelID: channelID, event: event, key: idempotencyKey, dryRun: dryRun, nowMs: nowMs)
                 }
-            } catch let e as StoreError {
-                throw e
-            } catch let e as PostgresError where e.sqlState == .uniqueViolation && e.constraint == "events_idempotency" && attempt < 3 {
+            } catch is IdempotencyRace where attempt < 3 {
                 continue
+            } catch is IdempotencyRace {
+                throw StoreError.overloaded
             }
         }
     }
@@ -59,6 +59,36 @@ extension PostgresStore {
         if let old = accepted.forgetKeyOf {
             try c.run("UPDATE events SET idempotency_key = NULL WHERE id = $1", [.text(old)])
         }
+        if let lost = insertEvent(c, record: record, event: event, channel: ch, key: key, nowMs: nowMs) {
+            if lost.sqlState == .uniqueViolation && lost.constraint == "events_idempotency" { throw IdempotencyRace() }
+            throw lost
+        }
+        try c.run(
+            "UPDATE channels SET last_seq = $1, last_timestamp = $2, lifecycle = $3, current_event = $4 WHERE num = $5",
+            [.int8(record.seq), .int8(record.apsTimestamp), .text(accepted.lifecycle.rawValue),
+             accepted.becomesCurrent ? .text(record.id) : .null, .int8(ch.num)])
+        return PublishResult.stored(event: record, created: true, targets: 0, limit: accepted.limit, channel: ch)
+    }
+
+    /// Another transaction committed an event with the same key between this one's lookup
+    /// and its insert: decide the publish again (it then finds that event).
+    struct IdempotencyRace: Error {}
+
+    /// Inserts the event; returns the error instead of throwing it (nil: inserted).
+    static func insertEvent(
+        _ c: PostgresConnection, record: EventRecord, event: LiveActivityEvent, channel ch: Channel, key: String?, nowMs: Int64
+    ) -> PostgresError? {
+        do {
+            try insertEventRow(c, record: record, event: event, channel: ch, key: key, nowMs: nowMs)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    static func insertEventRow(
+        _ c: PostgresConnection, record: EventRecord, event: LiveActivityEvent, channel ch: Channel, key: String?, nowMs: Int64
+    ) throws(PostgresError) {
         try c.run(
             """
             INSERT INTO events (id, channel, seq, kind, aps_timestamp, payload, priority, expiration, state,
@@ -68,11 +98,6 @@ extension PostgresStore {
             [.text(record.id), .int8(ch.num), .int8(record.seq), .text(event.kind.rawValue), .int8(record.apsTimestamp),
              .bytea(record.payload), .int(record.priority), event.expiration.parameter, .text(record.state.rawValue),
              key.parameter, .int8(nowMs), .text(record.broadcastState.rawValue)])
-        try c.run(
-            "UPDATE channels SET last_seq = $1, last_timestamp = $2, lifecycle = $3, current_event = $4 WHERE num = $5",
-            [.int8(record.seq), .int8(record.apsTimestamp), .text(accepted.lifecycle.rawValue),
-             accepted.becomesCurrent ? .text(record.id) : .null, .int8(ch.num)])
-        return PublishResult.stored(event: record, created: true, targets: 0, limit: accepted.limit, channel: ch)
     }
 
     /// The event `eventID` of channel `channelID`. Throws `eventNotFound`.

@@ -198,7 +198,7 @@ extension PostgresStore {
 
     /// A reader of subscriptions on its own connection (the fan-out's executor thread).
     public func makeScanner() throws -> SubscriptionScan {
-        try Self.translating { PostgresScanner(connection: try pool.openDedicated(), pool: pool) }
+        try Self.translating { PostgresScanner(connection: try PostgresScanner.open(pool), pool: pool) }
     }
 }
 
@@ -216,12 +216,22 @@ final class PostgresScanner: SubscriptionScan {
 
     deinit { connection.close() }
 
+    /// A connection whose planner always reads a page along the key, in order: with the
+    /// statistics of a channel loaded moments ago (an empty table as far as the planner
+    /// knows), it otherwise picks a bitmap scan of the whole rest of the channel plus a sort,
+    /// every page (measured: 83 ms instead of 1.3 ms a page of 1,000 at 100k tokens).
+    static func open(_ pool: ConnectionPool) throws(PostgresError) -> PostgresConnection {
+        let c = try pool.openDedicated()
+        try c.execute("SET enable_bitmapscan = off; SET enable_sort = off; SET enable_seqscan = off")
+        return c
+    }
+
     func next(
         channelNum: Int64, kind: SubscriptionKind, shards: ShardSet, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
     ) throws -> [(token: [UInt8], registeredAtMillis: Int64)] {
         if shards.isEmpty { return [] }
         return try PostgresStore.translating {
-            if !connection.isConnected { connection = try pool.openDedicated() }
+            if !connection.isConnected { connection = try Self.open(pool) }
             var sql = """
                 SELECT token, registered_at_ms FROM subscriptions
                 WHERE channel = $1 AND kind = $2 AND token > $3 AND (expires_at IS NULL OR expires_at > $4)

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldPostgres
 import HeraldPostgresStore
 import HeraldStore
 import Testing
@@ -110,6 +111,44 @@ import Testing
             #expect(rs.filter(\.created).count == 1)
         }
         #expect(try f.storage.channel(id: "m")?.lastSeq == 20)
+    }
+}
+
+extension PostgresWorkersTests {
+    /// The second guard: an event with the key committed by someone who did not take the
+    /// channel's row lock (between this publish's lookup and its insert) makes the insert
+    /// fail on the unique index; the publish is decided again and answers with that event.
+    @Test func theUniqueIndexTurnsALostRaceIntoAReplay() throws {
+        let f = try Fixture(.postgres)
+        let ch = try f.channel()
+        let raw = try PostgresConnection(PostgresOptions(connection: try PostgresConnectionString(try #require(f.url))))
+        defer { raw.close() }
+        try raw.execute("BEGIN")
+        try raw.run(
+            """
+            INSERT INTO events (id, channel, seq, kind, aps_timestamp, payload, priority, state, idempotency_key, created_at_ms)
+            VALUES ('evt_other', $1, 99, 'update', 1, '\\x7b7d'::bytea, 10, 'queued', 'k', $2)
+            """, [.int8(ch.num), .int8(f.clock.nowMillis())])
+        let result = Locked<PublishResult?>(nil)
+        let failure = Locked<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let storage = UncheckedBox(f.storage)
+        let event = try f.event()
+        Thread.detachNewThread {
+            do {
+                let r = try storage.value.publish(channelID: "m", event: event, idempotencyKey: "k", dryRun: false)
+                result.withLock { $0 = r }
+            } catch { failure.withLock { $0 = "\(error)" } }
+            done.signal()
+        }
+        // The publish's insert waits on the uncommitted key; then the other side commits.
+        usleep(300_000)
+        try raw.execute("COMMIT")
+        done.wait()
+        #expect(failure.withLock { $0 } == nil)
+        let r = try #require(result.withLock { $0 })
+        #expect(!r.created && r.event.id == "evt_other")
+        #expect(try f.storage.channel(id: "m")?.lastSeq == 0)
     }
 }
 
