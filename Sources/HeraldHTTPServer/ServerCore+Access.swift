@@ -14,7 +14,7 @@ extension ServerCore {
             inFlight.begin()
             requests.add(1, ordering: .relaxed)
             if let refusal = earlyRefusal(ctx, connection, method: method) {
-                return answer(ctx, refusal, connection)
+                return answer(ctx, connection) { refusal }
             }
             return .YES
 
@@ -28,9 +28,11 @@ extension ServerCore {
             return .YES
 
         case .receivingBody:
-            let request = makeRequest(ctx, connection, url: url, method: method)
-            ctx.body = []
-            return answer(ctx, handler.handle(request), connection)
+            return answer(ctx, connection) {
+                let request = makeRequest(ctx, connection, url: url, method: method)
+                ctx.body = []
+                return handler.handle(request)
+            }
 
         case .discardingBody(let discarded) where !upload.isEmpty:
             let total = discarded + upload.count
@@ -50,14 +52,23 @@ extension ServerCore {
             return .YES
 
         case .discardingBody:
-            return answer(ctx, tooLarge(ctx, connection, method: method), connection)
+            return answer(ctx, connection) { tooLarge(ctx, connection, method: method) }
 
         case .answered, .dropped:
             return .YES
         }
     }
 
-    private func answer(_ ctx: RequestContext, _ response: HTTPResponse, _ connection: OpaquePointer) -> MHD_Result {
+    /// Runs `respond` (the handler, or a refusal) and queues its response — unless the
+    /// connection is being reclaimed, which it can no longer be once this has begun.
+    private func answer(_ ctx: RequestContext, _ connection: OpaquePointer, _ respond: () -> HTTPResponse)
+        -> MHD_Result
+    {
+        guard responding(connection) else {
+            ctx.phase = .dropped  // counted as reclaimed
+            return .NO
+        }
+        let response = respond()
         ctx.phase = .answered
         return ResponseWriter.queue(
             response, on: connection, closeAfter: draining.load(ordering: .relaxed), logger: logger)

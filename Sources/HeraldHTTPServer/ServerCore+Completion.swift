@@ -6,6 +6,8 @@ extension ServerCore {
     /// that ended without a response from us.
     func completed(_ ctx: RequestContext, _ connection: OpaquePointer?, _ code: MHD_RequestTerminationCode) {
         if ctx.inFlight { inFlight.end() }
+        // A request on a reclaimed connection is counted as reclaimed (reading_request).
+        if let connection, requestEnded(connection) { return }
         switch ctx.phase {
         case .answered:
             if code != .REQUEST_TERMINATED_COMPLETED_OK {
