@@ -55,6 +55,8 @@ struct ConnectionBook {
     private struct Record {
         var address: ClientAddress
         var socket: Int32
+        /// The worker that owns it (libmicrohttpd handles a connection on one thread).
+        var thread: WorkerThread
         var state: State
         /// Stamp of this record's current entry in `idleQueue` or `readingQueue`.
         var stamp: UInt64
@@ -66,7 +68,10 @@ struct ConnectionBook {
     /// Admitted by the accept policy on a worker, not yet reported opened by it (or never:
     /// libmicrohttpd may still drop it, which the worker's next admission notices).
     private var pending: [WorkerThread: ClientAddress] = [:]
-    private var idleQueue = StampQueue()
+    /// Idle connections by owning worker: a reclaim prefers the accepting worker's own,
+    /// which that worker closes as soon as it has finished accepting; another worker may be
+    /// slow to run on a loaded machine, and its reclaimed connections pile up meanwhile.
+    private var idleQueues: [WorkerThread: StampQueue] = [:]
     private var readingQueue = StampQueue()
     private var nextStamp: UInt64 = 0
     /// Reclaimed and not yet closed.
@@ -82,7 +87,7 @@ struct ConnectionBook {
     var open: Int { records.count }
 
     /// Entries in the reclaim queues, stale ones included (bounded by the open connections).
-    var queuedEntries: Int { idleQueue.count + readingQueue.count }
+    var queuedEntries: Int { idleQueues.values.reduce(0) { $0 + $1.count } + readingQueue.count }
 
     /// Connections from `address` counted against its cap now.
     func count(from address: ClientAddress) -> Int { perAddress[address] ?? 0 }
@@ -90,7 +95,13 @@ struct ConnectionBook {
     /// A connection from `address` was accepted on `thread`: admit or refuse it. An admitted
     /// one is counted at once (against both caps) until `opened` or the thread's next
     /// admission.
-    mutating func admit(_ address: ClientAddress, on thread: WorkerThread) -> Admission {
+    ///
+    /// `hasUnreadBytes(socket)` tells whether a connection idle by the book has bytes
+    /// waiting in its socket that its worker has not read yet (a request that has just
+    /// arrived): such a connection is passed over, at most `maxPassedOver` of them.
+    mutating func admit(
+        _ address: ClientAddress, on thread: WorkerThread, hasUnreadBytes: (Int32) -> Bool = { _ in false }
+    ) -> Admission {
         if let stale = pending.removeValue(forKey: thread) { release(stale) }
         if limits.perAddress > 0 && count(from: address) >= limits.perAddress {
             refused[.perAddressLimit, default: 0] += 1
@@ -98,7 +109,7 @@ struct ConnectionBook {
         }
         var reclaim: Reclaim?
         if records.count + pending.count - closing >= limits.maxConnections {
-            guard closing < limits.closingAllowance, let r = reclaimOldest() else {
+            guard closing < limits.closingAllowance, let r = reclaimOldest(preferring: thread, hasUnreadBytes) else {
                 refused[.connectionLimit, default: 0] += 1
                 return .refuse(.connectionLimit)
             }
@@ -119,7 +130,7 @@ struct ConnectionBook {
         } else {
             perAddress[address, default: 0] += 1
         }
-        records[id] = Record(address: address, socket: socket, state: .idle, stamp: 0)
+        records[id] = Record(address: address, socket: socket, thread: thread, state: .idle, stamp: 0)
         enqueue(id, as: .idle)
     }
 
@@ -140,11 +151,16 @@ struct ConnectionBook {
     }
 
     /// The request is over (answered, refused or abandoned). True when it ended because the
-    /// connection was reclaimed.
-    mutating func requestEnded(_ id: ConnectionID) -> Bool {
+    /// connection was reclaimed. With `keepsOpen` false (the connection closes after this
+    /// request) it is not idle: closing it would make no room.
+    mutating func requestEnded(_ id: ConnectionID, keepsOpen: Bool = true) -> Bool {
         guard let r = records[id] else { return false }
         if r.state == .reclaimed { return true }
-        enqueue(id, as: .idle)
+        if keepsOpen {
+            enqueue(id, as: .idle)
+        } else {
+            records[id]!.state = .responding
+        }
         return false
     }
 
@@ -153,6 +169,7 @@ struct ConnectionBook {
         guard let r = records.removeValue(forKey: id) else { return }
         if r.state == .reclaimed { closing -= 1 }
         release(r.address)
+        if idleQueues[r.thread]?.count == 0 { idleQueues[r.thread] = nil }
     }
 
     private mutating func release(_ address: ClientAddress) {
@@ -168,10 +185,10 @@ struct ConnectionBook {
         let records = self.records  // shared storage, read only while the queue is out
         switch state {
         case .idle:
-            var q = idleQueue
-            idleQueue = StampQueue()
+            let thread = records[id]!.thread
+            var q = idleQueues.removeValue(forKey: thread) ?? StampQueue()
             q.push(entry, live: records.count) { Self.isCurrent($0, .idle, in: records) }
-            idleQueue = q
+            idleQueues[thread] = q
         case .readingRequest:
             var q = readingQueue
             readingQueue = StampQueue()
@@ -186,25 +203,42 @@ struct ConnectionBook {
         return r.state == state && r.stamp == e.stamp
     }
 
-    /// The connection idle the longest, else the one whose request has been arriving the
-    /// longest; marked reclaimed.
-    private mutating func reclaimOldest() -> Reclaim? {
+    /// The connection idle the longest on `thread`, else on any worker (oldest first), else
+    /// the one whose request has been arriving the longest; marked reclaimed.
+    private mutating func reclaimOldest(preferring thread: WorkerThread, _ hasUnreadBytes: (Int32) -> Bool) -> Reclaim? {
         var found: (id: ConnectionID, phase: ReclaimedPhase)?
+        var passedOver: [ConnectionID] = []
         do {
             // A shared copy for the queues' checks, gone before `records` changes again.
             let records = self.records
-            if let i = idleQueue.popOldest(where: { Self.isCurrent($0, .idle, in: records) }) {
-                found = (i, .idle)
-            } else if let i = readingQueue.popOldest(where: { Self.isCurrent($0, .readingRequest, in: records) }) {
+            let current: (StampQueue.Entry) -> Bool = { Self.isCurrent($0, .idle, in: records) }
+            var others: [(stamp: UInt64, thread: WorkerThread)] = []
+            for t in Array(idleQueues.keys) where t != thread {
+                if let e = idleQueues[t]!.peekOldest(where: current) { others.append((e.stamp, t)) }
+            }
+            for t in [thread] + others.sorted(by: { $0.stamp < $1.stamp }).map(\.thread) {
+                while found == nil, passedOver.count < Self.maxPassedOver,
+                    let i = idleQueues[t]?.popOldest(where: current)
+                {
+                    if hasUnreadBytes(records[i]!.socket) { passedOver.append(i) } else { found = (i, .idle) }
+                }
+                if found != nil || passedOver.count >= Self.maxPassedOver { break }
+            }
+            if found == nil, let i = readingQueue.popOldest(where: { Self.isCurrent($0, .readingRequest, in: records) }) {
                 found = (i, .readingRequest)
             }
         }
+        for i in passedOver { enqueue(i, as: .idle) }  // still idle by the book: queued anew
         guard let (id, phase) = found else { return nil }
         records[id]!.state = .reclaimed
         closing += 1
         reclaimed[phase, default: 0] += 1
         return Reclaim(id: id, socket: records[id]!.socket, phase: phase)
     }
+
+    /// Idle connections with a request waiting in their socket looked at and passed over
+    /// per admission, at most (each costs a `recv(MSG_PEEK)` under the lock).
+    static let maxPassedOver = 16
 }
 
 /// A libmicrohttpd connection (its handle's address, unique while it is open).

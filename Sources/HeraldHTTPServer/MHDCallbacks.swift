@@ -36,7 +36,8 @@ func mhdAccess(
     let upload = UnsafeRawBufferPointer(start: uploadData, count: uploadData == nil ? 0 : uploadSize.pointee)
     let result = core.access(
         ctx, connection, url: url.map { String(cString: $0) } ?? "",
-        method: method.map { String(cString: $0) } ?? "", upload: upload)
+        method: method.map { String(cString: $0) } ?? "", version: version.map { String(cString: $0) } ?? "",
+        upload: upload)
     uploadSize.pointee = 0  // every byte offered is consumed (kept or discarded)
     return result
 }

@@ -54,7 +54,7 @@ final class MHDDaemon {
     /// each worker may hold every connection the book allows (`maxConnections` plus the
     /// reclaimed ones still closing).
     static func backstopLimit(_ config: HTTPServerConfig) -> Int {
-        min((config.maxConnections + HTTPServerConfig.closingAllowance) * config.threads, Int(UInt32.max))
+        min((config.maxConnections + config.closingAllowance) * config.threads, Int(UInt32.max))
     }
 
     /// Closes every connection, joins the worker threads and frees the daemon. In-flight

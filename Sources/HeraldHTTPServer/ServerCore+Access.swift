@@ -4,12 +4,13 @@ import HeraldCore
 extension ServerCore {
     /// One access-handler call (see `mhdAccess`). Runs on the connection's worker thread.
     func access(
-        _ ctx: RequestContext, _ connection: OpaquePointer, url: String, method: String,
+        _ ctx: RequestContext, _ connection: OpaquePointer, url: String, method: String, version: String,
         upload: UnsafeRawBufferPointer
     ) -> MHD_Result {
         switch ctx.phase {
         case .awaitingHeaders:
             ctx.phase = .receivingBody
+            ctx.closesAfter = Self.closesAfter(version: version, connection: ConnectionValues.header(connection, "Connection"))
             ctx.inFlight = true
             inFlight.begin()
             requests.add(1, ordering: .relaxed)
@@ -72,6 +73,14 @@ extension ServerCore {
         ctx.phase = .answered
         return ResponseWriter.queue(
             response, on: connection, closeAfter: draining.load(ordering: .relaxed), logger: logger)
+    }
+
+    /// Whether the connection ends with this request: `Connection: close`, or HTTP/1.0
+    /// without `Connection: keep-alive` (RFC 9112 §9.3).
+    static func closesAfter(version: String, connection: String?) -> Bool {
+        let tokens = (connection ?? "").lowercased().split(separator: ",").map { String(String($0).trimmingSpaces) }
+        if tokens.contains("close") { return true }
+        return version == "HTTP/1.0" && !tokens.contains("keep-alive")
     }
 
     /// Checks made as soon as headers are complete, before reading any body.

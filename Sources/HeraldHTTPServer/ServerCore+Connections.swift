@@ -18,7 +18,7 @@ extension ServerCore {
         let client = ClientAddress(address)
         let thread = WorkerThread.current
         let decision = book.withLock { b in
-            let d = b.admit(client, on: thread)
+            let d = b.admit(client, on: thread, hasUnreadBytes: Self.hasUnreadBytes)
             if case .admit(let r?) = d { _ = shutdown(r.socket, Int32(SHUT_RDWR)) }
             return d
         }
@@ -32,6 +32,14 @@ extension ServerCore {
             noteLimit(reason.rawValue, event: "http.connection_refused", address, ["reason": .string(reason.rawValue)])
             return false
         }
+    }
+
+    /// True when `socket` has received bytes its worker has not read yet (a peek: nothing
+    /// is consumed). Called under the book's lock, so the descriptor is still the
+    /// connection's.
+    static func hasUnreadBytes(_ socket: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
     }
 
     /// MHD_CONNECTION_NOTIFY_STARTED, on the worker that admitted it.
@@ -62,8 +70,8 @@ extension ServerCore {
 
     /// The completion callback: true when the request ended because its connection was
     /// reclaimed (counted there, not as aborted or rejected).
-    func requestEnded(_ connection: OpaquePointer) -> Bool {
-        book.withLock { $0.requestEnded(ConnectionID(connection)) }
+    func requestEnded(_ connection: OpaquePointer, keepsOpen: Bool) -> Bool {
+        book.withLock { $0.requestEnded(ConnectionID(connection), keepsOpen: keepsOpen) }
     }
 
     /// Every refusal and reclaim is logged at debug level; at warning level at most once
@@ -77,8 +85,10 @@ extension ServerCore {
         let now = ContinuousClock.now
         let summary = limitLog.withLock { $0.record(kind, at: now) }
         if let count = summary {
-            let limits = book.withLock { $0.limits }
+            let (limits, open, closing) = book.withLock { ($0.limits, $0.open, $0.closing) }
             f["count"] = .int(Int64(count))
+            f["open"] = .int(Int64(open))
+            f["closing"] = .int(Int64(closing))
             f["max_connections"] = .int(Int64(limits.maxConnections))
             f["max_connections_per_ip"] = .int(Int64(limits.perAddress))
             logger.warning(event, f)

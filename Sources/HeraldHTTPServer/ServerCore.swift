@@ -35,7 +35,7 @@ final class ServerCore: Sendable {
             ConnectionBook(
                 limits: .init(
                     maxConnections: config.maxConnections, perAddress: config.perIPConnectionLimit,
-                    closingAllowance: HTTPServerConfig.closingAllowance)))
+                    closingAllowance: config.closingAllowance)))
         self.discardAllowance = max(config.maxBodyBytes, Self.discardAllowanceFloor)
     }
 

@@ -25,6 +25,15 @@ struct StampQueue {
         }
     }
 
+    /// The oldest current entry, left in place (stale ones before it are dropped).
+    mutating func peekOldest(where isCurrent: (Entry) -> Bool) -> Entry? {
+        while head < entries.count {
+            if isCurrent(entries[head]) { return entries[head] }
+            head += 1
+        }
+        return nil
+    }
+
     /// Removes and returns the oldest current entry's connection, dropping stale ones before
     /// it; nil when none is current.
     mutating func popOldest(where isCurrent: (Entry) -> Bool) -> ConnectionID? {

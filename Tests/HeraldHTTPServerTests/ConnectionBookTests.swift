@@ -87,6 +87,59 @@ import Testing
         #expect(b.reclaimed == [.idle: 1, .readingRequest: 1])
     }
 
+    @Test func anIdleConnectionWhoseRequestHasArrivedUnreadIsPassedOver() {
+        var b = Self.book(max: 3)
+        for id: UInt in 1...3 { Self.open(&b, id) }
+        // 1 and 2 have a request in their socket that their worker has not read yet.
+        let waiting: Set<Int32> = [101, 102]
+        do {
+            let a = b.admit(Self.ip(2), on: Self.t1) { waiting.contains($0) }
+            #expect(a == Self.reclaim(3))
+        }
+        b.opened(ConnectionID(raw: 4), from: Self.ip(2), socket: 104, on: Self.t1)
+        // With every idle one waiting to be read and none reading, the newcomer is refused.
+        do {
+            let a = b.admit(Self.ip(2), on: Self.t1) { _ in true }
+            #expect(a == .refuse(.connectionLimit))
+        }
+        // Passed over, not forgotten: once nothing waits, 1 (idle longest) makes room.
+        do {
+            let a = b.admit(Self.ip(2), on: Self.t1) { _ in false }
+            #expect(a == .admit(reclaiming: .init(id: ConnectionID(raw: 1), socket: 101, phase: .idle)))
+        }
+    }
+
+    @Test func theAcceptingWorkersOwnIdleConnectionIsReclaimedFirstThenTheOldestElsewhere() {
+        var b = Self.book(max: 3)
+        for (id, thread) in [(UInt(1), Self.t2), (2, Self.t1), (3, Self.t2)] {
+            let a = b.admit(Self.ip(1), on: thread)
+            #expect(a == .admit(reclaiming: nil))
+            b.opened(ConnectionID(raw: id), from: Self.ip(1), socket: Int32(id) + 100, on: thread)
+        }
+        // Accepted on thread 1: its own 2, though 1 (thread 2) has been idle longer.
+        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == Self.reclaim(2)) }
+        b.opened(ConnectionID(raw: 4), from: Self.ip(1), socket: 104, on: Self.t1)
+        do { let ok = b.requestArrived(ConnectionID(raw: 4)); #expect(ok) }
+        // Thread 1 has none idle now: the oldest elsewhere, 1 before 3.
+        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == Self.reclaim(1)) }
+        b.opened(ConnectionID(raw: 5), from: Self.ip(1), socket: 105, on: Self.t1)
+        do { let ok = b.requestArrived(ConnectionID(raw: 5)); #expect(ok) }
+        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == Self.reclaim(3)) }
+    }
+
+    @Test func aConnectionClosingAfterItsResponseIsNotReclaimed() {
+        var b = Self.book(max: 2)
+        Self.open(&b, 1)
+        Self.open(&b, 2)
+        do { let ok = b.requestArrived(ConnectionID(raw: 1)); #expect(ok) }
+        do { let ok = b.responding(ConnectionID(raw: 1)); #expect(ok) }
+        do { let r = b.requestEnded(ConnectionID(raw: 1), keepsOpen: false); #expect(!r) }  // Connection: close
+        do { let a = Self.open(&b, 3); #expect(a == Self.reclaim(2)) }
+        do { let ok = b.requestArrived(ConnectionID(raw: 3)); #expect(ok) }
+        do { let ok = b.responding(ConnectionID(raw: 3)); #expect(ok) }
+        do { let a = b.admit(Self.ip(1), on: Self.t2); #expect(a == .refuse(.connectionLimit)) }
+    }
+
     @Test func thePerAddressCapRefusesOnlyThatAddressAndCountsConnectionsUntilClosed() {
         var b = Self.book(max: 3, perAddress: 2)
         Self.open(&b, 1, from: Self.ip(1))
