@@ -23,6 +23,9 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSystem"),  // epoll, eventfd, prctl (thread names): Linux headers Glibc's module lacks
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // Outbound HTTPS for webhooks: TLS verified against the system store, timeouts, HTTP/2,
+        // and a socket-open hook for the SSRF guard (no hand-written HTTP/1.1 client).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Foundations: no I/O of their own.
         .target(name: "HeraldCore", dependencies: ["CSystem"], swiftSettings: strict),
@@ -41,6 +44,7 @@ let package = Package(
             name: "HeraldStore", dependencies: ["HeraldSQL", "HeraldAPNS", "HeraldCrypto"], swiftSettings: strict,
             plugins: ["EmbedMigrations"]),
         .target(name: "HeraldFanout", dependencies: ["HeraldStore", "HeraldSender"], swiftSettings: strict),
+        .target(name: "HeraldWebhooks", dependencies: ["CCurl", "HeraldCore", "HeraldCrypto"], swiftSettings: strict),
 
         // Faces.
         .target(
@@ -85,6 +89,8 @@ let package = Package(
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldSQL"], swiftSettings: strict),
         .testTarget(name: "HeraldAPITests", dependencies: ["HeraldAPI", "HeraldCLI", "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
+        .testTarget(
+            name: "HeraldWebhooksTests", dependencies: ["HeraldWebhooks", "HeraldHTTPServer", "HeraldCrypto"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
         .testTarget(
