@@ -31,17 +31,19 @@ public struct HTTPServerStats: Sendable, Equatable {
 extension HTTPServer {
     /// The counters now. Any thread.
     public var stats: HTTPServerStats {
-        let book = core.book.withLock { $0 }
+        // Only the numbers leave the lock: a copy of the book kept alive would make the
+        // next change on a worker copy its tables.
+        let (open, refused, reclaimed) = core.book.withLock { ($0.open, $0.refused, $0.reclaimed) }
         return HTTPServerStats(
-            connections: book.open,
+            connections: open,
             inFlight: core.inFlight.count,
             requestsTotal: core.requests.load(ordering: .relaxed),
             rejectedTotal: core.rejected.load(ordering: .relaxed),
             abortedTotal: core.aborted.load(ordering: .relaxed),
-            refusedPerIPTotal: book.refused[.perAddressLimit] ?? 0,
-            refusedConnectionLimitTotal: book.refused[.connectionLimit] ?? 0,
-            reclaimedIdleTotal: book.reclaimed[.idle] ?? 0,
-            reclaimedReadingRequestTotal: book.reclaimed[.readingRequest] ?? 0)
+            refusedPerIPTotal: refused[.perAddressLimit] ?? 0,
+            refusedConnectionLimitTotal: refused[.connectionLimit] ?? 0,
+            reclaimedIdleTotal: reclaimed[.idle] ?? 0,
+            reclaimedReadingRequestTotal: reclaimed[.readingRequest] ?? 0)
     }
 
     /// Exposes the counters as `herald_http_connections`, `herald_http_connections_max`,
