@@ -24,6 +24,8 @@ final class HeraldService: Sendable {
     /// Starts everything; throws `CommandFailure` with what went wrong.
     init(_ s: ServeSettings, logger: Logger, console: Console) throws {
         self.logger = logger
+        // First: a cap the file limit cannot hold stops the start before anything opens.
+        let budget = try Self.connectionBudget(s, logger: logger)
         let metrics = MetricsRegistry()
         var dbOptions = DatabaseOptions()
         dbOptions.synchronous = s.syncFull ? .full : .normal
@@ -55,7 +57,7 @@ final class HeraldService: Sendable {
         apiConfig.http.host = s.listen.host
         apiConfig.http.port = UInt16(s.listen.port)
         apiConfig.http.threads = s.httpThreads
-        apiConfig.http.maxConnections = try Self.connectionBudget(s, logger: logger).maxConnections
+        apiConfig.http.maxConnections = budget.maxConnections
         apiConfig.http.connectionTimeoutSeconds = s.httpTimeout
         apiConfig.http.perIPConnectionLimit = s.httpMaxConnectionsPerIP
         apiConfig.adminToken = Redacted(adminToken)

@@ -79,6 +79,55 @@ extension Hostile {
             #expect(after.status == 200 && t < 1)
         }
 
+        /// The start-up line that says which caps are in force and where they come from.
+        static func budgetLine(_ h: ServedHerald) throws -> JSON {
+            let line = try #require(h.serve.output.split(separator: "\n").first { $0.contains("\"herald.connection_budget\"") })
+            return try JSON.parse(String(line))
+        }
+
+        @Test func theDefaultCapsComeFromTheFileLimitAndAreLoggedAtStart() throws {
+            let h = try ServedHerald()
+            let line = try Self.budgetLine(h)
+            var rl = rlimit()
+            try #require(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &rl) == 0)
+            let hard = Int(clamping: rl.rlim_max)
+            // serve raised its soft limit to the hard one it inherited from this process.
+            func int(_ key: String) -> Int { Int(line[key]?.intValue ?? -1) }
+            let reserve = 256 + 16 * 4 + 4 * 4 + 256  // 4 HTTP threads, 4 APNs connections
+            let expected = min(hard - reserve, 65_536)
+            #expect(int("file_limit") == hard && int("file_limit_hard") == hard)
+            #expect(line["source"]?.stringValue == "file_limit")
+            #expect(int("reserve") == reserve)
+            #expect(int("max_connections") == expected)
+            #expect(int("max_connections_per_ip") == 128)
+            let cap = try Self.metrics(h).sum("herald_http_connections_max", ["listener": "api"])
+            #expect(cap == Double(expected))
+        }
+
+        @Test func anExplicitCapAboveWhatTheFileLimitAllowsIsRefusedAtStart() throws {
+            var rl = rlimit()
+            try #require(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &rl) == 0)
+            let tooMany = Int(clamping: rl.rlim_max) - 592 + 1
+            try #require(tooMany <= 100_000, "the hard file limit allows every value the flag takes")
+            let sim = try SimFixture()
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: ServeProcess.binary)
+            p.arguments = ["serve", "--listen", "127.0.0.1:0", "--db", sim.dir + "/refused.db", "--http-max-connections", "\(tooMany)"]
+            var env = ProcessInfo.processInfo.environment
+            env["SWIFT_BACKTRACE"] = "enable=no"
+            p.environment = env
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus != 0)
+            #expect(text.contains("--http-max-connections \(tooMany) needs a file limit of at least"), "\(text)")
+            #expect(!text.contains("\"herald.started\""))
+            #expect(!FileManager.default.fileExists(atPath: sim.dir + "/refused.db"), "the database was created before the refusal")
+        }
+
         @Test func twoThousandIdleConnectionsFromTwentyAddressesDoNotLockOthersOut() throws {
             try Self.raiseOwnFileLimit(needed: 2_300)
             let h = try ServedHerald()
@@ -107,6 +156,8 @@ extension Hostile {
         @Test func atASmallGlobalCapIdleConnectionsAreReclaimedForNewClients() throws {
             try Self.raiseOwnFileLimit(needed: 1_000)
             let h = try ServedHerald(env: ["HERALD_HTTP_MAX_CONNECTIONS": "200"])
+            let line = try Self.budgetLine(h)
+            #expect(line["max_connections"]?.intValue == 200 && line["source"]?.stringValue == "setting")
             try h.createChannel("door-c")
             let normal = NormalClient(h, channel: "door-c")
             normal.start()
