@@ -4,8 +4,10 @@
 /// `MHDCallbacks.swift` feed it events under `ServerCore.book`'s lock and carry out what it
 /// returns (`shutdown(2)` of a reclaimed connection's socket, under that same lock).
 ///
-/// Reclaiming prefers connections between requests (idle keep-alive, or never used) and
-/// takes one whose request is still arriving only when none is idle. A connection whose
+/// Reclaiming prefers connections between requests (idle keep-alive, or never used), the
+/// accepting worker's own first (it closes them as soon as it has finished accepting), the
+/// longest idle first; it passes over one whose next request waits unread in its socket,
+/// and takes one whose request is still arriving only when none is idle. A connection whose
 /// handler runs or whose response is being sent is never reclaimed: `responding` and
 /// `reclaim` exclude each other under the lock.
 struct ConnectionBook {

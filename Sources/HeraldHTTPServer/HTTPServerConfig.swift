@@ -12,7 +12,8 @@ public struct HTTPServerConfig: Sendable {
     public var threads: Int
     /// Open connections at most, enforced by the accept policy (`ConnectionBook`). At the
     /// cap a new connection still gets in: the connection idle the longest (between
-    /// requests, or else one whose request is still arriving) is closed to make room; one
+    /// requests, the accepting worker's own first; or else one whose request is still
+    /// arriving) is closed to make room; one
     /// whose handler runs or whose response is being sent is never closed for this. With
     /// nothing to close, the new connection is closed at once (counted as refused,
     /// `connection_limit`). Reclaimed connections hold their descriptor until their worker
