@@ -91,6 +91,10 @@ struct ConnectionBook {
     /// Entries in the reclaim queues, stale ones included (bounded by the open connections).
     var queuedEntries: Int { idleQueues.values.reduce(0) { $0 + $1.count } + readingQueue.count }
 
+    /// Connections whose request line is read and whose request is still arriving (O(n):
+    /// for tests).
+    var readingRequests: Int { records.values.filter { $0.state == .readingRequest }.count }
+
     /// Connections from `address` counted against its cap now.
     func count(from address: ClientAddress) -> Int { perAddress[address] ?? 0 }
 
