@@ -24,6 +24,9 @@ let package = Package(
         .systemLibrary(name: "CSystem"),  // epoll, eventfd, prctl (thread names): Linux headers Glibc's module lacks
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // Outbound HTTPS for webhooks: TLS verified against the system store, timeouts, HTTP/2,
+        // and a socket-open hook for the SSRF guard (no hand-written HTTP/1.1 client).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Foundations: no I/O of their own.
         .target(name: "HeraldCore", dependencies: ["CSystem"], swiftSettings: strict),
@@ -45,6 +48,7 @@ let package = Package(
             name: "HeraldStore", dependencies: ["HeraldSQL", "HeraldAPNS", "HeraldCrypto"], swiftSettings: strict,
             plugins: ["EmbedMigrations"]),
         .target(name: "HeraldFanout", dependencies: ["HeraldStore", "HeraldSender"], swiftSettings: strict),
+        .target(name: "HeraldWebhooks", dependencies: ["CCurl", "HeraldCore", "HeraldCrypto"], swiftSettings: strict),
 
         // Faces.
         .target(
@@ -96,6 +100,8 @@ let package = Package(
         .testTarget(
             name: "HeraldPostgresTests", dependencies: ["HeraldPostgres", "HeraldCore", "HeraldTestSupport"],
             swiftSettings: strict),
+        .testTarget(
+            name: "HeraldWebhooksTests", dependencies: ["HeraldWebhooks", "HeraldHTTPServer", "HeraldCrypto"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
         .testTarget(
