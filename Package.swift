@@ -24,6 +24,9 @@ let package = Package(
         .systemLibrary(name: "CSystem"),  // epoll, eventfd, prctl (thread names): Linux headers Glibc's module lacks
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // Outbound HTTPS for webhooks: TLS verified against the system store, timeouts, HTTP/2,
+        // and a socket-open hook for the SSRF guard (no hand-written HTTP/1.1 client).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Foundations: no I/O of their own.
         .target(name: "HeraldCore", dependencies: ["CSystem"], swiftSettings: strict),
@@ -49,6 +52,7 @@ let package = Package(
         .target(
             name: "HeraldPostgresStore", dependencies: ["HeraldStore", "HeraldPostgres", "HeraldCrypto", "HeraldCore"],
             swiftSettings: strict),
+        .target(name: "HeraldWebhooks", dependencies: ["CCurl", "HeraldCore", "HeraldCrypto"], swiftSettings: strict),
 
         // Faces.
         .target(
@@ -116,6 +120,8 @@ let package = Package(
             name: "HeraldStorageContractTests",
             dependencies: ["HeraldStore", "HeraldPostgresStore", "HeraldPostgres", "HeraldAPNS", "HeraldCore", "HeraldTestSupport"],
             swiftSettings: strict),
+        .testTarget(
+            name: "HeraldWebhooksTests", dependencies: ["HeraldWebhooks", "HeraldHTTPServer", "HeraldCrypto"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
         .testTarget(

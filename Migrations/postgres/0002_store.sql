@@ -1,9 +1,9 @@
 -- Herald's PostgreSQL schema, version 2: what the storage protocols on PostgreSQL
 -- (Sources/HeraldPostgresStore) need beyond version 1.
 
--- A token's shard is `Shards.shard(of:)` (Sources/HeraldStore/Shards.swift: FNV-1a 32-bit
--- mod 64), the hash the fan-out filters scans with, so every channel has 64 shards.
-ALTER TABLE channels ALTER COLUMN shard_count SET DEFAULT 64;
+-- A token's shard is `Shards.shard(of:)` (Sources/HeraldStore/Shards.swift, the same
+-- FNV-1a 64-bit as ShardHash), mod `Shards.count`, which the store writes as each
+-- channel's `shard_count`.
 
 -- Subscriptions keyed as on SQLite, (channel, kind, token): a fan-out pass reads a
 -- channel's tokens in token order across the shards its lease holds (one index range,

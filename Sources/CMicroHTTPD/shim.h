@@ -72,4 +72,10 @@ static inline const struct sockaddr *herald_mhd_client_address(struct MHD_Connec
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
 }
+/* The connection's socket (MHD_get_connection_info is variadic); -1 when unknown. */
+static inline int herald_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : (int)info->connect_fd;
+}
 #endif

@@ -25,6 +25,8 @@ final class HeraldService: Sendable {
     /// Starts everything; throws `CommandFailure` with what went wrong.
     init(_ s: ServeSettings, logger: Logger, console: Console) throws {
         self.logger = logger
+        // First: a cap the file limit cannot hold stops the start before anything opens.
+        let budget = try Self.connectionBudget(s, logger: logger)
         let metrics = MetricsRegistry()
         var dbOptions = DatabaseOptions()
         dbOptions.synchronous = s.syncFull ? .full : .normal
@@ -53,7 +55,7 @@ final class HeraldService: Sendable {
         apiConfig.http.host = s.listen.host
         apiConfig.http.port = UInt16(s.listen.port)
         apiConfig.http.threads = s.httpThreads
-        apiConfig.http.maxConnections = max(s.httpMaxConnections, s.httpThreads)
+        apiConfig.http.maxConnections = budget.maxConnections
         apiConfig.http.connectionTimeoutSeconds = s.httpTimeout
         apiConfig.http.perIPConnectionLimit = s.httpMaxConnectionsPerIP
         apiConfig.adminToken = Redacted(adminToken)
@@ -105,6 +107,34 @@ final class HeraldService: Sendable {
         pools?.shutdown()
         closeStore()
         logger.info("herald.stopped")
+    }
+
+    /// Raises the soft file limit to the hard one and sizes the API's connection cap from
+    /// it (logged as `herald.connection_budget`). Throws `CommandFailure` when an explicit
+    /// `--http-max-connections` is more than the limit allows.
+    static func connectionBudget(_ s: ServeSettings, logger: Logger) throws -> ConnectionBudget {
+        let limit = FileLimit.raiseSoftToHard()
+        let budget: ConnectionBudget
+        do {
+            budget = try ConnectionBudget.plan(
+                fileLimit: limit.soft, requested: s.httpMaxConnections, httpThreads: s.httpThreads,
+                apnsConnections: s.apnsConnections, closingAllowance: HTTPServerConfig.maxClosingAllowance)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        var fields: [String: JSON] = [
+            "max_connections": .int(Int64(budget.maxConnections)), "max_connections_per_ip": .int(Int64(s.httpMaxConnectionsPerIP)),
+            "source": .string(budget.explicit ? "setting" : "file_limit"), "file_limit": .int(Int64(limit.soft)),
+            "file_limit_before": .int(Int64(limit.before)), "file_limit_hard": .int(Int64(limit.hard)),
+            "reserve": .int(Int64(budget.reserve)), "allowed": .int(Int64(budget.allowed)),
+        ]
+        if budget.isLow {
+            fields["hint"] = "the file limit leaves little room for API connections: raise the hard limit (LimitNOFILE=, --ulimit nofile=)"
+            logger.warning("herald.connection_budget", fields)
+        } else {
+            logger.info("herald.connection_budget", fields)
+        }
+        return budget
     }
 
     static func jwtProvider(_ s: ServeSettings, logger: Logger) throws -> JWTProvider? {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTPServer
 import HeraldCrypto
 import HeraldStore
 
@@ -32,6 +33,14 @@ enum ServeCommand: HeraldCommand {
             problems.append("no APNs credentials (HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID, HERALD_APNS_TEAM_ID): pushes would fail")
         }
         if let ca = s.apnsCAFile, !FileManager.default.isReadableFile(atPath: ca) { problems.append("cannot read --apns-ca-file \(ca)") }
+        do {
+            // What serve would allow: its soft limit raised to this hard one.
+            _ = try ConnectionBudget.plan(
+                fileLimit: FileLimit.hard, requested: s.httpMaxConnections, httpThreads: s.httpThreads,
+                apnsConnections: s.apnsConnections, closingAllowance: HTTPServerConfig.maxClosingAllowance)
+        } catch {
+            problems.append("\(error)")
+        }
         do {
             try StorageTarget(s.db).open().close()
         } catch {

@@ -30,8 +30,8 @@ struct ServeSettings: Sendable {
         ServeOption(flag: "--apns-ca-file", env: "HERALD_APNS_CA_FILE", defaultValue: nil, help: "PEM file of roots to trust for APNs (the simulator's certificate); default: the system store"),
         ServeOption(flag: "--apns-connections", env: "HERALD_APNS_CONNECTIONS", defaultValue: "4", help: "token-push connections per environment"),
         ServeOption(flag: "--http-threads", env: "HERALD_HTTP_THREADS", defaultValue: "4", help: "API worker threads"),
-        ServeOption(flag: "--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", defaultValue: "1024", help: "open API connections at most"),
-        ServeOption(flag: "--http-max-connections-per-ip", env: "HERALD_HTTP_MAX_CONNECTIONS_PER_IP", defaultValue: "0", help: "open API connections per client address at most (0: no limit; set it when clients are not behind one proxy)"),
+        ServeOption(flag: "--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", defaultValue: "<file limit − reserve>", help: "open API connections at most; at the cap the longest-idle one is closed for a new client. Default: the file limit (raised to its hard limit at start) less a reserve for the rest of herald, at most 65536; a value above what the limit allows is refused at start"),
+        ServeOption(flag: "--http-max-connections-per-ip", env: "HERALD_HTTP_MAX_CONNECTIONS_PER_IP", defaultValue: "128", help: "open API connections per client address at most; beyond it new ones are closed at once (0: no limit — behind one proxy every client has its address, so set 0 there and limit at the proxy)"),
         ServeOption(flag: "--http-timeout", env: "HERALD_HTTP_TIMEOUT", defaultValue: "30", help: "seconds an idle or stalled API connection is kept"),
         ServeOption(flag: "--log-level", env: "HERALD_LOG_LEVEL", defaultValue: "info", help: "debug, info, warning or error (JSON lines on stderr)"),
     ]
@@ -51,8 +51,9 @@ struct ServeSettings: Sendable {
     var apnsCAFile: String?
     var apnsConnections = 4
     var httpThreads = 4
-    var httpMaxConnections = 1024
-    var httpMaxConnectionsPerIP = 0
+    /// Nil: sized from the file limit (`ConnectionBudget`).
+    var httpMaxConnections: Int?
+    var httpMaxConnectionsPerIP = 128
     var httpTimeout = 30
     var logLevel = LogLevel.info
     var checkConfig = false
@@ -84,8 +85,8 @@ struct ServeSettings: Sendable {
         s.apnsCAFile = try args.option("--apns-ca-file", env: "HERALD_APNS_CA_FILE")
         s.apnsConnections = try args.intOption("--apns-connections", env: "HERALD_APNS_CONNECTIONS", range: 1...64) ?? 4
         s.httpThreads = try args.intOption("--http-threads", env: "HERALD_HTTP_THREADS", range: 1...256) ?? 4
-        s.httpMaxConnections = try args.intOption("--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", range: 1...100_000) ?? 1024
-        s.httpMaxConnectionsPerIP = try args.intOption("--http-max-connections-per-ip", env: "HERALD_HTTP_MAX_CONNECTIONS_PER_IP", range: 0...100_000) ?? 0
+        s.httpMaxConnections = try args.intOption("--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", range: 1...100_000)
+        s.httpMaxConnectionsPerIP = try args.intOption("--http-max-connections-per-ip", env: "HERALD_HTTP_MAX_CONNECTIONS_PER_IP", range: 0...100_000) ?? 128
         s.httpTimeout = try args.intOption("--http-timeout", env: "HERALD_HTTP_TIMEOUT", range: 1...3600) ?? 30
         let level = try args.option("--log-level", env: "HERALD_LOG_LEVEL", default: "info")
         guard let l = LogLevel(name: level) else { throw UsageError("--log-level must be debug, info, warning or error") }

@@ -236,10 +236,7 @@ final class RunSink: APNSResultSink {
     }
 
     func apnsCompleted(_ r: APNSRequest, result: APNSResult) {
-        engine?.post(
-            .answer(
-                .token(run: run, batch: r.index / batchSize, slot: r.index % batchSize), result, attempts: r.attempts,
-                sentAtMillis: r.sentAtMillis, request: r))
+        engine?.post(.answer(.token(run: run, batch: r.index / batchSize, slot: r.index % batchSize), result, r))
     }
 }
 
@@ -254,7 +251,7 @@ final class BroadcastSink: APNSResultSink {
     }
 
     func apnsCompleted(_ r: APNSRequest, result: APNSResult) {
-        engine?.post(.answer(.broadcast(run: run), result, attempts: r.attempts, sentAtMillis: r.sentAtMillis, request: r))
+        engine?.post(.answer(.broadcast(run: run), result, r))
     }
 }
 
@@ -269,7 +266,6 @@ final class CatchUpSink: APNSResultSink {
     }
 
     func apnsCompleted(_ r: APNSRequest, result: APNSResult) {
-        engine?.post(
-            .answer(.catchUp(channel: channel, id: r.index), result, attempts: r.attempts, sentAtMillis: r.sentAtMillis, request: r))
+        engine?.post(.answer(.catchUp(channel: channel, id: r.index), result, r))
     }
 }

@@ -39,6 +39,8 @@ public final class FanoutEngine: @unchecked Sendable {
 
     // Engine-thread state.
     var scheduler: FanoutScheduler
+    /// The messages of this turn (swapped with `inbox`).
+    var taken: [Message] = []
     var scanner: SubscriptionScan?
     /// Token templates of started runs, by run.
     var templates: [RunID: APNSTemplate] = [:]
@@ -62,7 +64,9 @@ public final class FanoutEngine: @unchecked Sendable {
         /// glibc's malloc keeps freed blocks per thread, so a million requests freed on the
         /// sender's loop sent the engine's allocations down malloc's slow path and grew the
         /// heap (perf of `Benchmarks/fanout.sh`: `_int_malloc` on the fanout thread).
-        case answer(RequestID, APNSResult, attempts: Int, sentAtMillis: Int64, request: APNSRequest)
+        /// The pool is done with `request` when it calls the sink: its `attempts` and
+        /// `sentAtMillis` are read here (the inbox's lock orders the two threads).
+        case answer(RequestID, APNSResult, APNSRequest)
         case closed(String)
         case registered(channelID: String, tokens: [[UInt8]])
         case targets(RunID, Int64)
@@ -183,8 +187,11 @@ public final class FanoutEngine: @unchecked Sendable {
         cond.unlock()
     }
 
-    /// Takes every queued message, waiting up to `timeout` when there are none.
-    func take(timeout: Double) -> [Message]? {
+    /// Moves every queued message into `taken` (empty, engine thread), waiting up to
+    /// `timeout` when there are none. False: stopping. The two buffers are swapped, not
+    /// copied: a fresh buffer per turn (hundreds of kilobytes during a big fan-out) cost an
+    /// allocation and its page faults every few milliseconds.
+    func take(timeout: Double, into taken: inout [Message]) -> Bool {
         cond.lock()
         defer { cond.unlock() }
         if inbox.isEmpty && !stopping && timeout > 0 {
@@ -192,11 +199,10 @@ public final class FanoutEngine: @unchecked Sendable {
             _ = cond.wait(until: Date(timeIntervalSinceNow: timeout))
             schedulerIdle = false
         }
-        if stopping { return nil }
-        let m = inbox
-        if m.count >= Self.inboxLimit { cond.broadcast() }  // producers waiting for room
-        inbox.removeAll(keepingCapacity: true)
-        return m
+        if stopping { return false }
+        if inbox.count >= Self.inboxLimit { cond.broadcast() }  // producers waiting for room
+        swap(&inbox, &taken)
+        return true
     }
 
     // MARK: - the loop
@@ -217,8 +223,9 @@ public final class FanoutEngine: @unchecked Sendable {
     /// whether anything moved (nil: stopping). Tests drive an engine they did not start
     /// with it, one turn at a time.
     func turn(wait: Double) -> Bool? {
-        guard let messages = take(timeout: wait) else { return nil }
-        for m in messages { handle(m) }
+        guard take(timeout: wait, into: &taken) else { return nil }
+        for m in taken { handle(m) }
+        taken.removeAll(keepingCapacity: true)
         execute(scheduler.tick())
         let busy = scheduler.takeProgress()
         execute(scheduler.housekeeping())
@@ -256,8 +263,8 @@ public final class FanoutEngine: @unchecked Sendable {
 
     private func handle(_ m: Message) {
         switch m {
-        case .answer(let id, let result, let attempts, let sentAt, _):
-            execute(scheduler.answered(id, result, attempts: attempts, sentAtMillis: sentAt))
+        case .answer(let id, let result, let r):
+            execute(scheduler.answered(id, result, attempts: r.attempts, sentAtMillis: r.sentAtMillis))
         case .event(let id):
             do {
                 guard let e = try store.event(id: id), try ensureChannel(e.channelNum), let ch = try store.channel(num: e.channelNum)

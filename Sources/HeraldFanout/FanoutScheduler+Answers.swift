@@ -23,64 +23,69 @@ extension FanoutScheduler {
     ) {
         // In place (a copy of the run out of the dictionary would copy its batches on write,
         // once per answer: a million answers per fan-out).
-        guard runs.index(forKey: id) != nil else { return }
         let metrics = self.metrics
-        let applied = Self.apply(result, batch: batch, slot: slot, attempts: attempts, sentAtMillis: sentAtMillis, to: &runs[id]!, metrics)
-        guard let (stopReason, prune, orphaned) = applied else { return }
+        // One lookup, in place (optional chaining through the subscript's modify accessor).
+        let applied = runs[id]?.apply(result, batch: batch, slot: slot, attempts: attempts, sentAtMillis: sentAtMillis, metrics)
+        guard let (stopReason, prune, orphaned) = applied ?? nil else { return }
         if let stopReason { stop(id, reason: stopReason, &actions) }
         if prune && !orphaned { flushPrunes(id, final: false, &actions) }
         if orphaned { actions += releaseIfDone(id) }
     }
 
-    /// Counts one token answer into `run` and moves its checkpoint. Nil: not a batch of it.
-    static func apply(
-        _ result: APNSResult, batch: Int, slot: Int, attempts: Int, sentAtMillis: Int64, to run: inout RunState,
-        _ metrics: FanoutMetrics
+}
+
+extension RunState {
+    /// Counts one token answer into the run and moves its checkpoint. Nil: not a batch of it.
+    mutating func apply(
+        _ result: APNSResult, batch: Int, slot: Int, attempts: Int, sentAtMillis: Int64, _ metrics: FanoutMetrics
     ) -> (stopReason: String?, prune: Bool, orphaned: Bool)? {
-        guard let first = run.inFlight.first?.ordinal, batch >= first, batch - first < run.inFlight.count else { return nil }
+        guard let first = inFlight.first?.ordinal, batch >= first, batch - first < inFlight.count else { return nil }
         let k = batch - first
-        run.outstanding -= 1
-        run.inFlight[k].remaining -= 1
-        run.counters.retried += Int64(max(0, attempts - 1))
+        outstanding -= 1
+        inFlight[k].remaining -= 1
+        counters.retried += Int64(max(0, attempts - 1))
         var prune = false
         var stopReason: String?
         switch result {
         case .outcome(.delivered, _):
-            run.counters.sent += 1
-            run.answers += 1
+            counters.sent += 1
+            answers += 1
             metrics.pushSent.inc()
         case .outcome(.dropToken(_, let since), _):
-            run.answers += 1
+            answers += 1
             metrics.pushDead.inc()
-            let token = run.inFlight[k].tokens[slot]
+            let token = inFlight[k].tokens[slot]
             if let since {
-                run.unregistered.append((run.kind, token, since))
+                unregistered.append((kind, token, since))
             } else {
                 // BadDeviceToken has no timestamp: a registration after the request wins.
-                run.deadAnswers += 1
-                run.heldInvalid.append((run.kind, token, sentAtMillis))
+                deadAnswers += 1
+                heldInvalid.append((kind, token, sentAtMillis))
             }
             prune = true
         case .outcome(.failEvent(let reason, let status), _):
-            run.counters.failed += 1
+            counters.failed += 1
             metrics.pushFailed.inc()
-            run.answers += 1
+            answers += 1
             stopReason = "APNs refused the push: \(reason) (\(status))"
         case .outcome(.failConfig(let reason, let status), _):
-            run.counters.failed += 1
+            counters.failed += 1
             metrics.pushFailed.inc()
-            run.answers += 1
+            answers += 1
             stopReason = "APNs refused the configuration: \(reason) (\(status)); check the key, team, bundle id and environment"
         case .outcome, .exhausted:
-            run.counters.failed += 1
-            run.answers += 1
+            counters.failed += 1
+            answers += 1
             metrics.pushFailed.inc()
         case .cancelled:
             metrics.pushSkipped.inc()
         }
-        run.advanceCheckpoint()
-        return (stopReason, prune, run.orphaned)
+        advanceCheckpoint()
+        return (stopReason, prune, orphaned)
     }
+}
+
+extension FanoutScheduler {
 
     /// Fails the event (a bad request or configuration): nothing more is sent.
     mutating func stop(_ id: RunID, reason: String, _ actions: inout [FanoutAction]) {

@@ -34,7 +34,7 @@ public final class HTTPServer: Sendable {
         self.config = config
         self.port = socket.port
         self.boundAddress = socket.address.host
-        self.core = ServerCore(handler: handler, logger: logger, maxBodyBytes: config.maxBodyBytes)
+        self.core = ServerCore(handler: handler, logger: logger, config: config)
         self.state = Locked(.bound(socket))
     }
 
@@ -57,6 +57,8 @@ public final class HTTPServer: Sendable {
                     [
                         "address": .string(boundAddress), "port": .int(Int64(port)),
                         "threads": .int(Int64(config.threads)),
+                        "max_connections": .int(Int64(config.maxConnections)),
+                        "max_connections_per_ip": .int(Int64(config.perIPConnectionLimit)),
                     ])
             }
         }

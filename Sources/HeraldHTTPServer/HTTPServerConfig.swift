@@ -10,13 +10,19 @@ public struct HTTPServerConfig: Sendable {
     /// libmicrohttpd worker threads (`MHD_OPTION_THREAD_POOL_SIZE`, each running epoll).
     /// Handlers run on them, so this is also how many handlers can block at once. Default 4.
     public var threads: Int
-    /// Open connections at most (`MHD_OPTION_CONNECTION_LIMIT`). libmicrohttpd splits it
-    /// evenly over the worker threads; a full worker stops accepting, so further clients
-    /// wait in the kernel's listen queue until a connection closes. Default 1024; must be
-    /// at least `threads`.
+    /// Open connections at most, enforced by the accept policy (`ConnectionBook`). At the
+    /// cap a new connection still gets in: the connection idle the longest (between
+    /// requests, the accepting worker's own first; or else one whose request is still
+    /// arriving) is closed to make room; one
+    /// whose handler runs or whose response is being sent is never closed for this. With
+    /// nothing to close, the new connection is closed at once (counted as refused,
+    /// `connection_limit`). Reclaimed connections hold their descriptor until their worker
+    /// closes them, at most `closingAllowance` more. Default 1024; must be at least
+    /// `threads`.
     public var maxConnections: Int
-    /// Open connections per client IP at most; beyond it a new connection is closed at once.
-    /// 0 (the default) means no limit.
+    /// Open connections per client IP address at most (IPv4, or a whole IPv6 address);
+    /// beyond it a new connection is closed at once (counted as refused, `per_ip_limit`).
+    /// 0 (the default) means no limit — `herald serve` sets 128.
     public var perIPConnectionLimit: Int
     /// A connection that sends or receives nothing for this long is closed (idle keep-alive
     /// connections, and clients that stall in the middle of a request: slowloris). Default
@@ -33,6 +39,17 @@ public struct HTTPServerConfig: Sendable {
     /// How long `stop()` waits for requests in flight to finish before closing them anyway.
     /// Default 10 s.
     public var shutdownGraceSeconds: Double
+
+    /// Descriptors beyond `maxConnections` that reclaimed connections may still hold while
+    /// their workers close them (beyond that, new connections are refused instead): the
+    /// server holds at most `maxConnections + closingAllowance` sockets. The larger of
+    /// `maxConnections` and 32 per worker, at most `maxClosingAllowance`: a worker accepts up
+    /// to 10 connections per turn of its event loop before it closes the ones it reclaimed
+    /// the turn before, and a loaded machine may delay a turn.
+    public var closingAllowance: Int { min(max(maxConnections, 32 * threads), Self.maxClosingAllowance) }
+    /// 256: a flood of new connections at the cap reclaims faster than busy workers close
+    /// (64 was exceeded within 25 ms by 600 connections on 2 cores; 256 was not).
+    public static let maxClosingAllowance = 256
 
     public init(
         host: String = "127.0.0.1", port: UInt16 = 0, threads: Int = 4, maxConnections: Int = 1024,

@@ -11,6 +11,7 @@ import CMicroHTTPD
 func mhdURILog(
     _ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?, _ connection: OpaquePointer?
 ) -> UnsafeMutableRawPointer? {
+    if let connection { ServerCore.from(cls).requestArrived(connection) }
     let ctx = RequestContext(rawTarget: uri.map { String(cString: $0) } ?? "")
     return Unmanaged.passRetained(ctx).toOpaque()
 }
@@ -35,7 +36,8 @@ func mhdAccess(
     let upload = UnsafeRawBufferPointer(start: uploadData, count: uploadData == nil ? 0 : uploadSize.pointee)
     let result = core.access(
         ctx, connection, url: url.map { String(cString: $0) } ?? "",
-        method: method.map { String(cString: $0) } ?? "", upload: upload)
+        method: method.map { String(cString: $0) } ?? "", version: version.map { String(cString: $0) } ?? "",
+        upload: upload)
     uploadSize.pointee = 0  // every byte offered is consumed (kept or discarded)
     return result
 }
@@ -52,25 +54,27 @@ func mhdCompleted(
     ServerCore.from(cls).completed(ctx, connection, code)
 }
 
-/// The accept policy: once `stop()` has begun, every new connection is closed as soon as
-/// it is accepted. (`MHD_quiesce_daemon` would leave them to the kernel to refuse, but in
-/// 0.9.75 it races the epoll worker threads over the listen socket and can abort the process
-/// with MHD_PANIC; see `HTTPServer.stop()`.)
+/// The accept policy, on the worker that accepted the connection: the caps and the reclaim
+/// of idle connections (`ServerCore.admit`). Once `stop()` has begun, every new connection
+/// is closed as soon as it is accepted. (`MHD_quiesce_daemon` would leave them to the kernel
+/// to refuse, but in 0.9.75 it races the epoll worker threads over the listen socket and can
+/// abort the process with MHD_PANIC; see `HTTPServer.stop()`.)
 func mhdAcceptPolicy(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t)
     -> MHD_Result
 {
-    ServerCore.from(cls).draining.load(ordering: .relaxed) ? .NO : .YES
+    ServerCore.from(cls).admit(address) ? .YES : .NO
 }
 
-/// MHD_OPTION_NOTIFY_CONNECTION: keeps the open-connection gauge.
+/// MHD_OPTION_NOTIFY_CONNECTION, on the connection's worker: enters and leaves the book.
 func mhdNotifyConnection(
     _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
     _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_ConnectionNotificationCode
 ) {
+    guard let connection else { return }
     let core = ServerCore.from(cls)
     switch code {
-    case .CONNECTION_NOTIFY_STARTED: core.connections.add(1, ordering: .relaxed)
-    case .CONNECTION_NOTIFY_CLOSED: core.connections.subtract(1, ordering: .relaxed)
+    case .CONNECTION_NOTIFY_STARTED: core.connectionOpened(connection)
+    case .CONNECTION_NOTIFY_CLOSED: core.connectionClosed(connection)
     @unknown default: break
     }
 }

@@ -34,9 +34,9 @@ final class MHDDaemon {
                 uri_log: mhdURILog, uri_log_cls: cls,
                 log: mhdLog, log_cls: cls,
                 thread_pool_size: UInt32(config.threads),
-                connection_limit: UInt32(config.maxConnections),
+                connection_limit: UInt32(Self.backstopLimit(config)),
                 connection_timeout_s: UInt32(config.connectionTimeoutSeconds),
-                per_ip_limit: UInt32(config.perIPConnectionLimit),
+                per_ip_limit: 0,  // the accept policy enforces it (ConnectionBook), and counts refusals
                 connection_memory_limit: config.connectionMemoryLimit))
         guard let d = herald_mhd_start(options) else {
             options.deallocate()
@@ -47,6 +47,15 @@ final class MHDDaemon {
     }
 
     deinit { stop() }
+
+    /// libmicrohttpd's own connection limit, a backstop the accept policy keeps it from
+    /// reaching: it splits its limit evenly over the workers and a full worker stops
+    /// accepting (clients then wait in the listen queue, the lockout this server avoids), so
+    /// each worker may hold every connection the book allows (`maxConnections` plus the
+    /// reclaimed ones still closing).
+    static func backstopLimit(_ config: HTTPServerConfig) -> Int {
+        min((config.maxConnections + config.closingAllowance) * config.threads, Int(UInt32.max))
+    }
 
     /// Closes every connection, joins the worker threads and frees the daemon. In-flight
     /// handlers finish first (the join waits for them) but their responses are not sent.

@@ -24,6 +24,9 @@ final class RequestContext {
     let rawTarget: String
     var phase: Phase = .awaitingHeaders
     var body: [UInt8] = []
+    /// True when the connection closes after this request (the client asked, or HTTP/1.0
+    /// without keep-alive): it is then not idle between the response and the close.
+    var closesAfter = false
     /// True once counted in `InFlightRequests`.
     var inFlight = false
     /// The status and code of a refusal by this server, for the completion log line.

@@ -4,17 +4,18 @@ import HeraldCore
 extension ServerCore {
     /// One access-handler call (see `mhdAccess`). Runs on the connection's worker thread.
     func access(
-        _ ctx: RequestContext, _ connection: OpaquePointer, url: String, method: String,
+        _ ctx: RequestContext, _ connection: OpaquePointer, url: String, method: String, version: String,
         upload: UnsafeRawBufferPointer
     ) -> MHD_Result {
         switch ctx.phase {
         case .awaitingHeaders:
             ctx.phase = .receivingBody
+            ctx.closesAfter = Self.closesAfter(version: version, connection: ConnectionValues.header(connection, "Connection"))
             ctx.inFlight = true
             inFlight.begin()
             requests.add(1, ordering: .relaxed)
             if let refusal = earlyRefusal(ctx, connection, method: method) {
-                return answer(ctx, refusal, connection)
+                return answer(ctx, connection) { refusal }
             }
             return .YES
 
@@ -28,9 +29,11 @@ extension ServerCore {
             return .YES
 
         case .receivingBody:
-            let request = makeRequest(ctx, connection, url: url, method: method)
-            ctx.body = []
-            return answer(ctx, handler.handle(request), connection)
+            return answer(ctx, connection) {
+                let request = makeRequest(ctx, connection, url: url, method: method)
+                ctx.body = []
+                return handler.handle(request)
+            }
 
         case .discardingBody(let discarded) where !upload.isEmpty:
             let total = discarded + upload.count
@@ -50,17 +53,34 @@ extension ServerCore {
             return .YES
 
         case .discardingBody:
-            return answer(ctx, tooLarge(ctx, connection, method: method), connection)
+            return answer(ctx, connection) { tooLarge(ctx, connection, method: method) }
 
         case .answered, .dropped:
             return .YES
         }
     }
 
-    private func answer(_ ctx: RequestContext, _ response: HTTPResponse, _ connection: OpaquePointer) -> MHD_Result {
+    /// Runs `respond` (the handler, or a refusal) and queues its response — unless the
+    /// connection is being reclaimed, which it can no longer be once this has begun.
+    private func answer(_ ctx: RequestContext, _ connection: OpaquePointer, _ respond: () -> HTTPResponse)
+        -> MHD_Result
+    {
+        guard responding(connection) else {
+            ctx.phase = .dropped  // counted as reclaimed
+            return .NO
+        }
+        let response = respond()
         ctx.phase = .answered
         return ResponseWriter.queue(
             response, on: connection, closeAfter: draining.load(ordering: .relaxed), logger: logger)
+    }
+
+    /// Whether the connection ends with this request: `Connection: close`, or HTTP/1.0
+    /// without `Connection: keep-alive` (RFC 9112 §9.3).
+    static func closesAfter(version: String, connection: String?) -> Bool {
+        let tokens = (connection ?? "").lowercased().split(separator: ",").map { String(String($0).trimmingSpaces) }
+        if tokens.contains("close") { return true }
+        return version == "HTTP/1.0" && !tokens.contains("keep-alive")
     }
 
     /// Checks made as soon as headers are complete, before reading any body.

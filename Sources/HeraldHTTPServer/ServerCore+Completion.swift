@@ -6,6 +6,10 @@ extension ServerCore {
     /// that ended without a response from us.
     func completed(_ ctx: RequestContext, _ connection: OpaquePointer?, _ code: MHD_RequestTerminationCode) {
         if ctx.inFlight { inFlight.end() }
+        // A request on a reclaimed connection is counted as reclaimed (reading_request).
+        // After any other ending than a complete answer libmicrohttpd closes the connection.
+        let keepsOpen = code == .REQUEST_TERMINATED_COMPLETED_OK && !ctx.closesAfter && !draining.load(ordering: .relaxed)
+        if let connection, requestEnded(connection, keepsOpen: keepsOpen) { return }
         switch ctx.phase {
         case .answered:
             if code != .REQUEST_TERMINATED_COMPLETED_OK {

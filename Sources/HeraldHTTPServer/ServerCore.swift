@@ -12,7 +12,10 @@ final class ServerCore: Sendable {
     /// away) to receive its 413; beyond that the connection is closed without an answer.
     let discardAllowance: Int
 
-    let connections = Atomic<Int>(0)
+    /// Every open connection and the caps (see `ServerCore+Connections.swift`).
+    let book: Locked<ConnectionBook>
+    /// When each kind of refusal or reclaim was last logged at warning level.
+    let limitLog = Locked(LimitLog())
     let requests = Atomic<UInt64>(0)
     let rejected = Atomic<UInt64>(0)
     let aborted = Atomic<UInt64>(0)
@@ -24,11 +27,16 @@ final class ServerCore: Sendable {
 
     static let discardAllowanceFloor = 1 << 20
 
-    init(handler: any HTTPHandler, logger: Logger, maxBodyBytes: Int) {
+    init(handler: any HTTPHandler, logger: Logger, config: HTTPServerConfig) {
         self.handler = handler
         self.logger = logger
-        self.maxBodyBytes = maxBodyBytes
-        self.discardAllowance = max(maxBodyBytes, Self.discardAllowanceFloor)
+        self.maxBodyBytes = config.maxBodyBytes
+        self.book = Locked(
+            ConnectionBook(
+                limits: .init(
+                    maxConnections: config.maxConnections, perAddress: config.perIPConnectionLimit,
+                    closingAllowance: config.closingAllowance)))
+        self.discardAllowance = max(config.maxBodyBytes, Self.discardAllowanceFloor)
     }
 
     var unmanaged: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }

@@ -4,18 +4,20 @@
 /// holds every shard of every channel: its one lease per channel covers `ShardSet.all`
 /// and its pass is one scan of the channel's tokens in order.
 public enum Shards {
-    /// Fixed: changing it moves tokens between shards (and so between checkpoints).
-    public static let count = 64
+    /// Fixed: changing it moves tokens between shards (and so between checkpoints). The
+    /// same default as `HeraldPostgres`'s schema (`shard_count` 16).
+    public static let count = 16
 
-    /// The shard of `token`: FNV-1a (32 bit) of its bytes, modulo `count`. Stable across
-    /// processes and versions (a PostgreSQL backend stores it with the row).
+    /// The shard of `token`: FNV-1a (64 bit) of its bytes, modulo `count` — the function
+    /// `HeraldPostgres.ShardHash` uses. Stable across processes and versions (a PostgreSQL
+    /// backend stores it with the row).
     public static func shard(of token: [UInt8]) -> Int {
-        var h: UInt32 = 2_166_136_261
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in token {
-            h ^= UInt32(b)
-            h = h &* 16_777_619
+            h ^= UInt64(b)
+            h = h &* 0x0000_0100_0000_01b3
         }
-        return Int(h % UInt32(count))
+        return Int(h % UInt64(count))
     }
 }
 

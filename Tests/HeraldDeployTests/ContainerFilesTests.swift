@@ -71,6 +71,12 @@ import Testing
         let health = try #require(run.first { $0.keyword == "HEALTHCHECK" }?.arguments)
         #expect(health.contains("/healthz") && health.contains("${HERALD_LISTEN##*:}"))
         #expect(run.contains { $0.keyword == "ENTRYPOINT" && $0.arguments == #"["herald"]"# })
+        #expect(run.contains { $0.keyword == "CMD" && $0.arguments == #"["serve"]"# })
+        // Exec (JSON) form everywhere (hadolint DL3025): no shell between the runtime and
+        // herald, so SIGTERM reaches it; the health check names its shell itself.
+        let probe = try #require(health.range(of: "CMD ").map { String(health[$0.upperBound...]) })
+        let argv = try JSON.parse(probe).arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(argv.count == 3 && argv.prefix(2) == ["sh", "-c"], "HEALTHCHECK CMD is not [\"sh\", \"-c\", …]: \(probe)")
 
         // The run stage installs the libraries matching the build stage's -dev packages,
         // CA roots (APNs' certificate) and curl (the health check).

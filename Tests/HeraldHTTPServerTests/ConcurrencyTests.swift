@@ -43,7 +43,12 @@ import Testing
         let server = try startServer(HTTPServerConfig(threads: 2, maxConnections: 2), handler: handler)
         defer { server.stop() }
         let statuses = Locked<[Int]>([])
-        onSeparateThreads(2) { _ in
+        onSeparateThreads(2) { client in
+            // The second connects once the first handler runs: its worker, blocked, cannot
+            // accept, so the other worker takes it. (Connecting both at once, one worker may
+            // accept both: the connection cap no longer spreads them over the workers, which
+            // it did only when it left one connection per worker.)
+            if client == 1 { _ = eventually(timeout: 5) { arrived.load(ordering: .relaxed) >= 1 } }
             let status = (try? roundTrip(server, get("/block")).status) ?? 0
             statuses.withLock { $0.append(status) }
         }

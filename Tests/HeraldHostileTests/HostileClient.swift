@@ -13,10 +13,28 @@ final class HostileClient {
     private(set) var fd: Int32
 
     /// Connects (blocking; the kernel completes the handshake even when the server has not
-    /// accepted yet). Throws `.connect`.
-    init(port: UInt16) throws {
+    /// accepted yet), from `source` (any 127.x.y.z: all of 127.0.0.0/8 is loopback on
+    /// Linux, so one test can be many clients). `receiveBuffer` sets SO_RCVBUF first.
+    /// Throws `.connect`.
+    init(port: UInt16, from source: String = "127.0.0.1", receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         precondition(fd >= 0, "socket: \(errno)")
+        if var size = receiveBuffer {
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        if source != "127.0.0.1" {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let rc = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if rc != 0 {
+                let e = errno
+                Glibc.close(fd)
+                throw Failure.connect(errno: e)
+            }
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = port.bigEndian

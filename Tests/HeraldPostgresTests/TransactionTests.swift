@@ -1,3 +1,5 @@
+import Foundation
+import HeraldCore
 import Testing
 
 @testable import HeraldPostgres
@@ -67,6 +69,36 @@ struct Planted: Error {}
         }
         #expect(attempts == 2)
         #expect(try count() == 11)  // the retry saw the other's update: none lost
+    }
+
+    @Test func aDeadlockVictimIsRetriedAndBothTransactionsCommit() throws {
+        try conn.run("INSERT INTO counter VALUES (2, 0)")
+        let db = self.db
+        let attempts = Locked([0, 0])
+        let failures = Locked<[String]>([])
+        let locked = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
+        onThreads(2) { i in
+            do {
+                let c = try db.connect()
+                try c.execute("SET deadlock_timeout = '100ms'")
+                let (mine, theirs) = i == 0 ? (1, 2) : (2, 1)
+                try c.transaction { t in
+                    let attempt = attempts.withLock { a in
+                        a[i] += 1
+                        return a[i]
+                    }
+                    try t.run("UPDATE counter SET n = n + 1 WHERE id = $1", [.int(mine)])
+                    if attempt == 1 {  // each holds its row and then wants the other's: a deadlock
+                        locked[i].signal()
+                        locked[1 - i].wait()
+                    }
+                    try t.run("UPDATE counter SET n = n + 1 WHERE id = $1", [.int(theirs)])
+                }
+            } catch { failures.withLock { $0.append("\(error)") } }
+        }
+        #expect(failures.withLock { $0 } == [])
+        #expect(attempts.withLock { $0.sorted() } == [1, 2])  // one victim (40P01), retried once
+        #expect(try conn.query("SELECT n FROM counter ORDER BY id").map { $0["n"] } == [2, 2])
     }
 
     @Test func retriesStopAfterTheAttemptsAndThrow40001() throws {
