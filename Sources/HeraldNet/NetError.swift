@@ -15,8 +15,8 @@ public enum NetError: Error, Sendable, CustomStringConvertible, Equatable {
     case timeout(String)
     /// TLS failed (handshake, verification, ALPN, record layer).
     case tls(String)
-    /// The peer violated HTTP/2 or nghttp2 reported an error.
-    case http2(String)
+    /// The peer violated HTTP/2 or nghttp2 reported an error (its code and call).
+    case http2(HTTP2Error)
     /// The peer closed the connection.
     case closed(String)
 
