@@ -73,9 +73,11 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private var spareEvents: [HTTP2Event] = []
     private var delivering = false
     private var watchdog: LoopTimer?
-    private var pingSentAt: UInt64?
+    private var keepalive: HTTP2Keepalive
     /// `:authority`, allocated once per connection (freed in deinit).
     private let authority: UnsafeBufferPointer<UInt8>
+    /// Where a request's UUID field is written (nghttp2 copies it on submit).
+    private let uuidScratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 36)
 
     /// What the shell keeps per stream: the caller's context and the deadline.
     struct ClientStream {
@@ -95,6 +97,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         self.tls = tls
         self.serverName = serverName ?? target.host
         self.config = config
+        keepalive = HTTP2Keepalive(pingAfterIdle: config.pingAfterIdle, pingTimeout: config.pingTimeout)
         let a = Array((target.port == 443 ? target.host : target.description).utf8)
         let p = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, a.count))
         _ = p.initialize(from: a)
@@ -105,7 +108,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         Self.idLock.unlock()
     }
 
-    deinit { UnsafeMutableBufferPointer(mutating: authority).deallocate() }
+    deinit {
+        UnsafeMutableBufferPointer(mutating: authority).deallocate()
+        uuidScratch.deallocate()
+    }
 
     /// The peer's current SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 assumes 100 before the
     /// first SETTINGS frame arrives).
@@ -128,7 +134,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             guard let self else { return }
             self.connector = nil
             guard self.state == .connecting else {
-                if case .success(let fd) = result { Glibc.close(fd) }
+                if case .success(let fd) = result { Sys.close(fd) }
                 return
             }
             switch result {
@@ -155,17 +161,23 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// Submits a request; nil when the connection cannot take it (not ready, going away,
     /// or nghttp2 refused). The stream's outcome reaches the delegate with `context`.
     /// Call `flush()` after a batch of submits so the frames leave in one write.
-    /// `idField`: one more field whose value the caller wrote into a reused buffer (a fresh
-    /// `apns-id`), valid for the call. `now`: the caller's Monotonic.nanos(), when it has one.
+    /// `uuidField`: one more field with a fresh UUID (an `apns-id`), written into this
+    /// connection's own buffer. `now`: the caller's Monotonic.nanos(), when it has one.
     @discardableResult
     public func submit(
-        _ request: HTTP2Request, extra: HeaderList? = nil, idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)? = nil,
-        now: UInt64? = nil, context: AnyObject
+        _ request: HTTP2Request, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil,
+        context: AnyObject
     ) -> Int32? {
         guard state == .ready, let session else { return nil }
         let id: Int32
         do {
-            id = try session.submitRequest(request, authority: authority, extra: extra, idField: idField)
+            if let uuidField {
+                uuidField.write(to: uuidScratch)
+                let value = UnsafeBufferPointer(start: UnsafePointer(uuidScratch), count: 36)
+                id = try session.submitRequest(request, authority: authority, extra: extra, idField: (uuidField.name, value))
+            } else {
+                id = try session.submitRequest(request, authority: authority, extra: extra, idField: nil)
+            }
         } catch {
             return nil
         }
@@ -242,7 +254,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             if state == .ready { state = .goingAway }
             delegate?.http2GoAway(self, lastStreamID: last, errorCode: code, debugData: data)
         case .pingAcknowledged:
-            pingSentAt = nil
+            keepalive.acknowledged()
         case .request:
             break
         }
@@ -290,15 +302,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 try session.submitReset(streamID: id, errorCode: HTTP2ErrorCode.cancel)
                 wrote = true
             }
-            if let sent = pingSentAt {
-                if now &- sent > UInt64(config.pingTimeout * 1e9) {
-                    abort(.timeout("PING not answered within \(config.pingTimeout)s"))
-                    return
-                }
-            } else if let t = transport, now &- t.lastActivity > UInt64(config.pingAfterIdle * 1e9) {
-                pingSentAt = now
+            switch keepalive.tick(now: now, lastActivity: transport?.lastActivity ?? now) {
+            case .nothing: break
+            case .ping:
                 try session.submitPing()
                 wrote = true
+            case .dead:
+                abort(.timeout("PING not answered within \(config.pingTimeout)s"))
+                return
             }
         } catch {
             abort(.http2(error))

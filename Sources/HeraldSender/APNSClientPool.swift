@@ -35,7 +35,6 @@ public final class APNSClientPool: @unchecked Sendable {
     var random = FastRandom()
     var finishedThisTurn = 0
     var dispatchScheduled = false
-    var idScratch = [UInt8](repeating: 0, count: 36)
     let wallClock: WallClock = SystemClock()
 
     /// One connection the loop runs for the machine, with its cached `authorization`.
@@ -226,13 +225,8 @@ public final class APNSClientPool: @unchecked Sendable {
                     let req = HTTP2Request(
                         method: r.template.method, path: r.path, headers: r.template.headers, requestHeaders: r.headers,
                         body: r.template.body, keepResponseHeaders: r.template.keepResponseHeaders)
-                    let sid: Int32?
-                    if r.template.generatesAPNSID {
-                        Self.formatUUID(&idScratch, random.next(), random.next())
-                        sid = idScratch.withUnsafeBufferPointer { c.submit(req, extra: auth, idField: ("apns-id", $0), now: now, context: r) }
-                    } else {
-                        sid = c.submit(req, extra: auth, now: now, context: r)
-                    }
+                    let uuid = r.template.generatesAPNSID ? HTTP2UUIDField(name: "apns-id", high: random.next(), low: random.next()) : nil
+                    let sid = c.submit(req, extra: auth, uuidField: uuid, now: now, context: r)
                     guard sid != nil else {
                         // The connection took no more (going away, out of ids): the machine
                         // hears why from its delegate events; this request waits.
@@ -271,32 +265,12 @@ public final class APNSClientPool: @unchecked Sendable {
         }
     }
 
-    /// Writes a lower-case version-4 UUID (8-4-4-4-12) into `out` (36 bytes).
+    /// Writes a lower-case version-4 UUID (8-4-4-4-12) into `out` (36 bytes): the text
+    /// the connection sends as `apns-id` for these random bits.
     static func formatUUID(_ out: inout [UInt8], _ high: UInt64, _ low: UInt64) {
-        let a = (high & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000
-        let b = (low & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000
-        out.withUnsafeMutableBufferPointer { p in
-            let o = p.baseAddress!
-            @inline(__always) func put(_ v: UInt64, _ nibbles: Int, at start: Int) {
-                var x = v
-                var i = start + nibbles - 1
-                while i >= start {
-                    let d = UInt8(truncatingIfNeeded: x & 0xf)
-                    o[i] = d < 10 ? d &+ 48 : d &+ 87
-                    x >>= 4
-                    i -= 1
-                }
-            }
-            put(a >> 32, 8, at: 0)
-            o[8] = 45
-            put((a >> 16) & 0xffff, 4, at: 9)
-            o[13] = 45
-            put(a & 0xffff, 4, at: 14)
-            o[18] = 45
-            put(b >> 48, 4, at: 19)
-            o[23] = 45
-            put(b & 0xffff_ffff_ffff, 12, at: 24)
-        }
+        precondition(out.count >= 36)
+        let text = Array(HTTP2UUIDField(name: "apns-id", high: high, low: low).text.utf8)
+        out.replaceSubrange(0..<36, with: text)
     }
 
     /// The `authorization` field of a connection's token, built once per token.

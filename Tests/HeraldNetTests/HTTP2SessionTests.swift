@@ -252,3 +252,23 @@ struct SessionPair {
         #expect(e3?.code == HTTP2Error.invalidArgument)
     }
 }
+
+@Suite struct HTTP2KeepaliveTests {
+    let s: UInt64 = 1_000_000_000
+
+    @Test func pingsOnlyAfterTheIdleTimeAndOnceUntilAnswered() {
+        var k = HTTP2Keepalive(pingAfterIdle: 3600, pingTimeout: 10)
+        #expect(k.tick(now: 3599 * s, lastActivity: 0) == .nothing)
+        #expect(k.tick(now: 3601 * s, lastActivity: 0) == .ping)
+        #expect(k.tick(now: 3605 * s, lastActivity: 0) == .nothing, "one PING in flight")
+        k.acknowledged()
+        #expect(k.tick(now: 3606 * s, lastActivity: 3605 * s) == .nothing, "traffic since: idle again from there")
+    }
+
+    @Test func anUnansweredPingIsDeadAfterTheTimeout() {
+        var k = HTTP2Keepalive(pingAfterIdle: 1, pingTimeout: 10)
+        #expect(k.tick(now: 2 * s, lastActivity: 0) == .ping)
+        #expect(k.tick(now: 12 * s, lastActivity: 0) == .nothing)
+        #expect(k.tick(now: 12 * s + 1, lastActivity: 0) == .dead(sentAt: 2 * s))
+    }
+}
