@@ -24,7 +24,11 @@ enum HTTP2Callbacks {
             frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
         else { return 0 }
         let id = frame.pointee.hd.stream_id
-        session(ud).streams[id] = HTTP2Session.Stream(id: id)
+        let c = session(ud)
+        let s = c.makeStream(id)
+        c.streams[id] = s
+        // Fails only for a stream nghttp2 does not know, which it just announced.
+        guard nghttp2_session_set_stream_user_data(c.raw, id, s.opaque) == 0 else { return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
         return 0
     }
 
@@ -32,7 +36,7 @@ enum HTTP2Callbacks {
     /// when the answer is not a success (their reason matters).
     static let clientHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
         guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let name, let value,
-            let s = session(ud).streams[frame.pointee.hd.stream_id]
+            let s = session(ud).stream(frame.pointee.hd.stream_id)
         else { return 0 }
         let n = UnsafeBufferPointer(start: name, count: namelen)
         if namelen == 7 && n.elementsEqual(":status".utf8) {
@@ -47,7 +51,7 @@ enum HTTP2Callbacks {
     }
 
     static let serverHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
-        guard let frame, let name, let value, let s = session(ud).streams[frame.pointee.hd.stream_id] else { return 0 }
+        guard let frame, let name, let value, let s = session(ud).stream(frame.pointee.hd.stream_id) else { return 0 }
         let v = String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)
         if namelen > 0 && name[0] == UInt8(ascii: ":") {
             let n = UnsafeBufferPointer(start: name, count: namelen)
@@ -68,7 +72,7 @@ enum HTTP2Callbacks {
 
     static let dataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, len, ud in
         let c = session(ud)
-        guard let s = c.streams[streamID], let data else { return 0 }
+        guard let s = c.stream(streamID), let data else { return 0 }
         let chunk = UnsafeBufferPointer(start: data, count: len)
         if c.role == .server {
             s.request.bodySize += len
@@ -97,7 +101,7 @@ enum HTTP2Callbacks {
         case NGHTTP2_PING.rawValue where ack:
             c.sink.append(.pingAcknowledged)
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
-            if c.role == .server && hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let s = c.streams[hd.stream_id] {
+            if c.role == .server && hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let s = c.stream(hd.stream_id) {
                 c.sink.append(.request(s.request))
             }
         default:
@@ -108,23 +112,26 @@ enum HTTP2Callbacks {
 
     static let streamClosed: nghttp2_on_stream_close_callback = { _, streamID, errorCode, ud in
         let c = session(ud)
-        guard let s = c.streams.removeValue(forKey: streamID) else { return 0 }
+        guard let s = c.stream(streamID) else { return 0 }
         if c.role == .client && s.status != 0 && errorCode == 0 {
-            c.sink.append(.response(streamID, HTTP2Response(status: s.status, headers: s.headers, body: s.responseBody)))
+            c.sink.append(.response(streamID, HTTP2Response(status: s.status, headers: s.headers, body: s.responseBody), context: s.context))
         } else {
-            c.sink.append(.streamClosed(streamID, errorCode: errorCode))
+            c.sink.append(.streamClosed(streamID, errorCode: errorCode, context: s.context))
         }
+        c.retire(s)
         return 0
     }
 
     /// Copies the next part of a body we send; nghttp2 may offer less than the rest (flow
     /// control), so the stream keeps an offset (interop notes §8).
-    static let readBody: nghttp2_data_source_read_callback = { _, streamID, buf, length, flags, _, ud in
+    static let readBody: nghttp2_data_source_read_callback = { _, streamID, buf, length, flags, source, ud in
         guard let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-        guard let s = session(ud).streams[streamID], let buf else {
+        // The stream rides in the source (set at submit): no lookup per DATA frame.
+        guard let p = source?.pointee.ptr, let buf else {
             flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
             return 0
         }
+        let s = Unmanaged<HTTP2Session.Stream>.fromOpaque(p).takeUnretainedValue()
         let total = s.sendCount
         let n = min(length, total - s.offset)
         if n > 0 {

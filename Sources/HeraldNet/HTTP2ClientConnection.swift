@@ -67,7 +67,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var session: HTTP2Session?
     var transport: TLSTransport?
     var connector: Connector?
-    var streams: [Int32: ClientStream] = [:]
+    /// Streams this side reset for their deadline (rare): they end `.timedOut`.
+    var timedOut: Set<Int32> = []
     /// Events of the session, reused for every read and write (no array per read).
     var events: [HTTP2Event] = []
     private var spareEvents: [HTTP2Event] = []
@@ -78,13 +79,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private let authority: UnsafeBufferPointer<UInt8>
     /// Where a request's UUID field is written (nghttp2 copies it on submit).
     private let uuidScratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 36)
-
-    /// What the shell keeps per stream: the caller's context and the deadline.
-    struct ClientStream {
-        let context: AnyObject
-        let started: UInt64
-        var timedOut = false
-    }
 
     nonisolated(unsafe) private static var nextID = 0
     private static let idLock = NSLock()
@@ -118,7 +112,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     public var peerMaxConcurrentStreams: Int { session?.peerMaxConcurrentStreams ?? 0 }
 
     /// Streams submitted and not yet ended.
-    public var activeStreams: Int { streams.count }
+    public var activeStreams: Int { session?.openStreams ?? 0 }
 
     /// Bytes written and read on this connection.
     public var bytesOut: Int { transport?.bytesOut ?? 0 }
@@ -174,14 +168,16 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             if let uuidField {
                 uuidField.write(to: uuidScratch)
                 let value = UnsafeBufferPointer(start: UnsafePointer(uuidScratch), count: 36)
-                id = try session.submitRequest(request, authority: authority, extra: extra, idField: (uuidField.name, value))
+                id = try session.submitRequest(
+                    request, authority: authority, extra: extra, idField: (uuidField.name, value), context: context,
+                    started: now ?? Monotonic.nanos())
             } else {
-                id = try session.submitRequest(request, authority: authority, extra: extra, idField: nil)
+                id = try session.submitRequest(
+                    request, authority: authority, extra: extra, idField: nil, context: context, started: now ?? Monotonic.nanos())
             }
         } catch {
             return nil
         }
-        streams[id] = ClientStream(context: context, started: now ?? Monotonic.nanos())
         streamsOpened += 1
         return id
     }
@@ -205,7 +201,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 return
             }
             flush()
-            if streams.isEmpty { transport?.close(error: nil) }
+            if activeStreams == 0 { transport?.close(error: nil) }
         case .closed:
             break
         }
@@ -240,14 +236,13 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 
     private func handle(_ e: HTTP2Event) {
         switch e {
-        case .response(let id, let response):
-            guard let s = streams.removeValue(forKey: id) else { return }
-            streamEnded(s, s.timedOut ? .failure(.timedOut) : .success(response))
-        case .streamClosed(let id, let code):
-            guard let s = streams.removeValue(forKey: id) else { return }
-            let failure: HTTP2StreamFailure =
-                s.timedOut ? .timedOut : code == HTTP2ErrorCode.refusedStream ? .refused : .reset(code)
-            streamEnded(s, .failure(failure))
+        case .response(let id, let response, let context):
+            let late = !timedOut.isEmpty && timedOut.remove(id) != nil
+            streamEnded(context, late ? .failure(.timedOut) : .success(response))
+        case .streamClosed(let id, let code, let context):
+            let late = !timedOut.isEmpty && timedOut.remove(id) != nil
+            let failure: HTTP2StreamFailure = late ? .timedOut : code == HTTP2ErrorCode.refusedStream ? .refused : .reset(code)
+            streamEnded(context, .failure(failure))
         case .settings:
             delegate?.http2SettingsChanged(self)
         case .goAway(let last, let code, let data):
@@ -260,9 +255,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         }
     }
 
-    private func streamEnded(_ s: ClientStream, _ result: Result<HTTP2Response, HTTP2StreamFailure>) {
-        delegate?.http2(self, completed: s.context, result: result)
-        if state == .goingAway && streams.isEmpty {
+    private func streamEnded(_ context: AnyObject?, _ result: Result<HTTP2Response, HTTP2StreamFailure>) {
+        if let context { delegate?.http2(self, completed: context, result: result) }
+        if state == .goingAway && activeStreams == 0 {
             loop.executeUnchecked { [weak self] in self?.transport?.closeAfterFlush() }
         }
     }
@@ -273,12 +268,13 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         watchdog?.cancel()
         deliver()
         let reason = error?.description ?? "connection closed"
-        let open = streams.sorted(by: { $0.key < $1.key })
-        streams.removeAll()
-        for (_, s) in open {
-            delegate?.http2(self, completed: s.context, result: .failure(s.timedOut ? .timedOut : .connectionLost(reason)))
-        }
+        let open = session?.openStreamContexts() ?? []
         session = nil
+        for (id, context, _) in open {
+            guard let context else { continue }
+            delegate?.http2(self, completed: context, result: .failure(timedOut.contains(id) ? .timedOut : .connectionLost(reason)))
+        }
+        timedOut.removeAll()
         transport = nil
         delegate?.http2Closed(self, error: error)
     }
@@ -297,8 +293,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         let limit = UInt64(config.streamTimeout * 1e9)
         var wrote = false
         do throws(HTTP2Error) {
-            for (id, s) in streams where !s.timedOut && now &- s.started > limit {
-                streams[id]?.timedOut = true
+            for (id, s) in session.streams where now &- s.started > limit && !timedOut.contains(id) {
+                timedOut.insert(id)
                 try session.submitReset(streamID: id, errorCode: HTTP2ErrorCode.cancel)
                 wrote = true
             }

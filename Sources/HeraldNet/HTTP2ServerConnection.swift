@@ -196,7 +196,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
             }
             if r.streamID > lastProcessedStreamID { lastProcessedStreamID = r.streamID }
             delegate?.http2Server(self, received: r)
-        case .streamClosed(let id, _):
+        case .streamClosed(let id, _, _):
             unanswered.remove(id)
         case .response, .settings, .goAway, .pingAcknowledged:
             break

@@ -9,8 +9,14 @@ extension HTTP2Session {
     /// (e.g. `streamIDNotAvailable`, or after GOAWAY).
     func submitRequest(
         _ request: HTTP2Request, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
-        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?
+        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, context: AnyObject? = nil, started: UInt64 = 0
     ) throws(HTTP2Error) -> HTTP2StreamID {
+        let s = makeStream(0)
+        s.body = request.body
+        s.keepHeaders = request.keepResponseHeaders
+        s.context = context
+        s.started = started
+        let ud = s.opaque
         var path = request.path
         var method = request.method
         let empty = HeaderList()
@@ -31,21 +37,26 @@ extension HTTP2Session {
                             if let idField { HTTP2Fields.append(&nvScratch, idField.name, idField.value, noIndex: true) }
                             return nvScratch.withUnsafeBufferPointer { nva in
                                 guard request.body != nil else {
-                                    return nghttp2_submit_request(raw, nil, nva.baseAddress, nva.count, nil, nil)
+                                    return nghttp2_submit_request(raw, nil, nva.baseAddress, nva.count, nil, ud)
                                 }
                                 var provider = nghttp2_data_provider()
+                                provider.source.ptr = ud
                                 provider.read_callback = HTTP2Callbacks.readBody
-                                return nghttp2_submit_request(raw, nil, nva.baseAddress, nva.count, &provider, nil)
+                                return nghttp2_submit_request(raw, nil, nva.baseAddress, nva.count, &provider, ud)
                             }
                         }
                     }
                 }
             }
         }
-        try check(id, "nghttp2_submit_request")
-        let s = Stream(id: id)
-        s.body = request.body
-        s.keepHeaders = request.keepResponseHeaders
+        do {
+            try check(id, "nghttp2_submit_request")
+        } catch {
+            s.id = 0
+            retire(s)
+            throw error
+        }
+        s.id = id
         streams[id] = s
         return id
     }
@@ -71,6 +82,7 @@ extension HTTP2Session {
                 return nvScratch.withUnsafeBufferPointer { nva in
                     guard !body.isEmpty else { return nghttp2_submit_response(raw, streamID, nva.baseAddress, nva.count, nil) }
                     var provider = nghttp2_data_provider()
+                    provider.source.ptr = s.opaque
                     provider.read_callback = HTTP2Callbacks.readBody
                     return nghttp2_submit_response(raw, streamID, nva.baseAddress, nva.count, &provider)
                 }

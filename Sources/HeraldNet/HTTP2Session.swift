@@ -16,7 +16,11 @@ final class HTTP2Session {
     /// up to this size; a server still counts the full size.
     let maxBodyBytes: Int
     let raw: OpaquePointer
+    /// Open streams, keeping each `Stream` alive; nghttp2 holds an unretained pointer to it
+    /// as the stream's user data, which is how the callbacks find it (no hashing there).
     var streams: [HTTP2StreamID: Stream] = [:]
+    /// Ended streams kept for reuse: a stream costs no allocation once the connection is warm.
+    var spare: [Stream] = []
     /// Where the callbacks record events: during `receive`/`produce` this holds the
     /// caller's buffer (swapped in, so delivering costs no copy and no allocation).
     var sink: [HTTP2Event] = []
@@ -27,7 +31,10 @@ final class HTTP2Session {
     /// Per-stream state: the body we send and how much of it went (flow control may offer
     /// less than the rest, interop notes §8), and the message we receive.
     final class Stream {
-        let id: HTTP2StreamID
+        var id: HTTP2StreamID
+        /// Client: the caller's context, handed back with the stream's end, and when it began.
+        var context: AnyObject?
+        var started: UInt64 = 0
         var body: HTTP2Body?
         var bodyBytes: [UInt8] = []
         var offset = 0
@@ -45,6 +52,47 @@ final class HTTP2Session {
         }
 
         var sendCount: Int { body?.count ?? bodyBytes.count }
+
+        /// Back to a fresh state for stream `id` (a reused object).
+        func reset(id: HTTP2StreamID) {
+            self.id = id
+            context = nil
+            started = 0
+            body = nil
+            if !bodyBytes.isEmpty { bodyBytes = [] }
+            offset = 0
+            status = 0
+            if !headers.isEmpty { headers = [] }
+            if !responseBody.isEmpty { responseBody = [] }
+            keepHeaders = true
+            request = HTTP2ServerRequest(streamID: id)
+        }
+
+        var opaque: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+    }
+
+    /// A stream object for `id`: a spare one when there is one.
+    func makeStream(_ id: HTTP2StreamID) -> Stream {
+        guard let s = spare.popLast() else { return Stream(id: id) }
+        s.reset(id: id)
+        return s
+    }
+
+    /// The stream nghttp2 knows by `id` (its user data), without a dictionary lookup.
+    @inline(__always)
+    func stream(_ id: HTTP2StreamID) -> Stream? {
+        guard let p = nghttp2_session_get_stream_user_data(raw, id) else { return nil }
+        return Unmanaged<Stream>.fromOpaque(p).takeUnretainedValue()
+    }
+
+    /// A stream ended: forget it, keep the object for the next one.
+    func retire(_ s: Stream) {
+        streams[s.id] = nil
+        if spare.count < 1024 {
+            s.context = nil
+            s.body = nil
+            spare.append(s)
+        }
     }
 
     /// A session that first advertises `settings`, and opens its connection receive
@@ -72,6 +120,11 @@ final class HTTP2Session {
     }
 
     deinit { nghttp2_session_del(raw) }
+
+    /// Open streams in id order with their contexts (a connection failing them all).
+    func openStreamContexts() -> [(HTTP2StreamID, AnyObject?, UInt64)] {
+        streams.values.sorted { $0.id < $1.id }.map { ($0.id, $0.context, $0.started) }
+    }
 
     // MARK: - the choke point
 

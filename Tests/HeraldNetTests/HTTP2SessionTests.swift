@@ -55,13 +55,13 @@ struct SessionPair {
 
     var responses: [HTTP2StreamID: HTTP2Response] {
         var out: [HTTP2StreamID: HTTP2Response] = [:]
-        for case .response(let id, let r) in clientEvents { out[id] = r }
+        for case .response(let id, let r, _) in clientEvents { out[id] = r }
         return out
     }
 
     var clientClosed: [HTTP2StreamID: UInt32] {
         var out: [HTTP2StreamID: UInt32] = [:]
-        for case .streamClosed(let id, let code) in clientEvents { out[id] = code }
+        for case .streamClosed(let id, let code, _) in clientEvents { out[id] = code }
         return out
     }
 
@@ -215,7 +215,7 @@ struct SessionPair {
         try p.client.submitReset(streamID: c, errorCode: HTTP2ErrorCode.cancel)
         try p.pump()
         let closedOnServer = p.serverEvents.compactMap { e -> UInt32? in
-            if case .streamClosed(let id, let code) = e, id == c { code } else { nil }
+            if case .streamClosed(let id, let code, _) = e, id == c { code } else { nil }
         }
         #expect(closedOnServer == [HTTP2ErrorCode.cancel])
         #expect(p.clientClosed[c] == HTTP2ErrorCode.cancel)
