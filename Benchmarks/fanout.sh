@@ -12,6 +12,7 @@
 #   Benchmarks/fanout.sh [N] [CONNECTIONS] [STREAMS]     defaults 1000000 2 1000
 #   SIM_THREADS=1 Benchmarks/fanout.sh                   the simulator on 1 event loop (default 2)
 #   LATENCY_MS=40 Benchmarks/fanout.sh                   the simulator answers 40 ms late
+#   HERALD_SERVE=/path/herald Benchmarks/fanout.sh       another build as the server (before/after)
 source "$(dirname "$0")/lib.sh"
 N=${1:-1000000}; C=${2:-2}; S=${3:-1000}
 bench_setup
@@ -20,6 +21,7 @@ echo "load: $(uptime)"
 FAULTS=()
 [ -z "${LATENCY_MS:-}" ] || FAULTS=(--faults "latency-ms=$LATENCY_MS")
 start_sim --no-ledger --max-streams "$S" --streams-before-auth "$S" --threads "${SIM_THREADS:-2}" "${FAULTS[@]}"
+[ -z "${HERALD_SERVE:-}" ] || HERALD=$HERALD_SERVE
 start_serve --apns-connections "$C"
 echo "subscribers: $N, connections: $C, streams per connection: $S"
 

@@ -71,7 +71,8 @@ make_uris() { # TOKENS_FILE PORT OUT_FILE
 
 # Runs h2load over a URI file (one distinct path per request) with the same headers Herald
 # sends, against PORT. Sets H2_RATE (requests/s) and H2_CPU_US (h2load's CPU per request,
-# its start-up taken off: a run of one request over the same file measures the parsing).
+# its start-up taken off: a run of one request per connection over the same file, with the
+# same connections, measures the parsing and the handshakes).
 # ANY_STATUS=1: count every answered request (nghttpd answers these paths 404).
 h2load_uris() { # N CONNECTIONS STREAMS PAYLOAD_FILE URI_FILE PORT
   local jwt uris="$WORK/uris.$6.txt"
@@ -89,7 +90,7 @@ def run(n, c, m):
     p = subprocess.run(cmd, capture_output=True, text=True)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return p.stdout, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-_, startup = run("1", "1", "1")
+_, startup = run(c, c, "1")
 text, cpu = run(n, c, m)
 open(log, "w").write(text)
 want = rf"{n} done, (\d+) succeeded, \d+ failed, 0 errored, 0 timeout"
