@@ -23,6 +23,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSystem"),  // epoll, eventfd, prctl (thread names): Linux headers Glibc's module lacks
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // Outbound HTTPS for webhooks: TLS verified against the system store, timeouts, HTTP/2,
+        // and a socket-open hook for the SSRF guard (no hand-written HTTP/1.1 client).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Foundations: no I/O of their own.
         .target(name: "HeraldCore", dependencies: ["CSystem"], swiftSettings: strict),
@@ -33,6 +37,9 @@ let package = Package(
         .target(name: "HeraldNet", dependencies: ["CSystem", "CNghttp2", "COpenSSL", "HeraldCore", "HeraldCrypto"], swiftSettings: strict),
         .target(name: "HeraldSQL", dependencies: ["CSQLite", "HeraldCore"], swiftSettings: strict),
         .target(name: "HeraldHTTPServer", dependencies: ["CMicroHTTPD", "HeraldCore"], swiftSettings: strict),
+        .target(
+            name: "HeraldPostgres", dependencies: ["CPostgres", "HeraldCore"], swiftSettings: strict,
+            plugins: ["EmbedMigrations"]),
 
         // Engines.
         .target(name: "HeraldSender", dependencies: ["HeraldNet", "HeraldAPNS", "HeraldCrypto"], swiftSettings: strict),
@@ -41,6 +48,7 @@ let package = Package(
             name: "HeraldStore", dependencies: ["HeraldSQL", "HeraldAPNS", "HeraldCrypto"], swiftSettings: strict,
             plugins: ["EmbedMigrations"]),
         .target(name: "HeraldFanout", dependencies: ["HeraldStore", "HeraldSender"], swiftSettings: strict),
+        .target(name: "HeraldWebhooks", dependencies: ["CCurl", "HeraldCore", "HeraldCrypto"], swiftSettings: strict),
 
         // Faces.
         .target(
@@ -55,6 +63,10 @@ let package = Package(
         // Benchmark drivers (Benchmarks/*.sh); not part of the product.
         .executableTarget(
             name: "herald-bench", dependencies: ["HeraldSender", "HeraldCrypto"], path: "Benchmarks/Sources/herald-bench",
+            swiftSettings: strict),
+
+        .executableTarget(
+            name: "herald-pg-bench", dependencies: ["HeraldPostgres"], path: "Benchmarks/Sources/herald-pg-bench",
             swiftSettings: strict),
 
         // Fuzz targets (scripts/fuzz, Benchmarks/fuzz-long.sh): one libFuzzer executable for all of
@@ -85,6 +97,11 @@ let package = Package(
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldSQL"], swiftSettings: strict),
         .testTarget(name: "HeraldAPITests", dependencies: ["HeraldAPI", "HeraldCLI", "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
+        .testTarget(
+            name: "HeraldPostgresTests", dependencies: ["HeraldPostgres", "HeraldCore", "HeraldTestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "HeraldWebhooksTests", dependencies: ["HeraldWebhooks", "HeraldHTTPServer", "HeraldCrypto"], swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
         .testTarget(

@@ -31,7 +31,7 @@ extension APIServer {
         }
         let (sub, created, ch) = try store.register(channelID: channel, token: token, kind: kind, replaces: replaces, expiresAt: expires)
         if kind == .activity && ch.catchUp && ch.currentEvent != nil && (created || replaces != nil) {
-            engine.notifyRegistered(channelID: channel, token: token)
+            engine.notifyRegistered(channelID: channel, tokens: [token])
         }
         return .json(created ? 201 : 200, Render.subscription(sub))
     }
@@ -76,6 +76,11 @@ extension APIServer {
             removals.append(t)
         }
         let r = try store.batch(channelID: channel, subscribe: inputs, unsubscribe: removals)
+        // Late joiners however they register (design delivery 9): each new activity token
+        // is owed the channel's current state, unless the batch says it already has it.
+        if body.catchUp, let ch = r.channel, ch.catchUp, ch.currentEvent != nil, !r.joined.isEmpty {
+            engine.notifyRegistered(channelID: channel, tokens: r.joined)
+        }
         return .json(200, ["subscribed": .int(Int64(r.subscribed)), "updated": .int(Int64(r.updated)), "unsubscribed": .int(Int64(r.unsubscribed))])
     }
 }

@@ -2,7 +2,8 @@ import Foundation
 import HeraldCore
 
 /// The body of `POST /v1/channels/{id}/subscriptions:batch`:
-/// `{"subscribe":[{"token","kind"?,"expires_at"?} | "hex", ...], "unsubscribe":["hex", ...]}`.
+/// `{"subscribe":[{"token","kind"?,"expires_at"?} | "hex", ...], "unsubscribe":["hex", ...],
+/// "catch_up": bool?}`.
 ///
 /// Decoded with a typed decoder (a hundred thousand entries must not cost a tree of JSON
 /// values), but as strictly as the other bodies: an unknown field is refused rather than
@@ -17,8 +18,11 @@ package struct BatchBody: Decodable {
 
     package var subscribe: [Entry] = []
     package var unsubscribe: [String] = []
+    /// False skips the late joiners' catch-up for this batch (a migration of tokens whose
+    /// activities already show the current state). Default true.
+    package var catchUp = true
 
-    static let fields: Set<String> = ["subscribe", "unsubscribe"]
+    static let fields: Set<String> = ["subscribe", "unsubscribe", "catch_up"]
     static let entryFields: Set<String> = ["token", "kind", "expires_at"]
 
     /// Parses `bytes`. Throws `APIError`: 400 `invalid_json` when they are not JSON, 400
@@ -41,7 +45,13 @@ package struct BatchBody: Decodable {
     package init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)
         if let k = c.allKeys.map(\.stringValue).sorted().first(where: { !Self.fields.contains($0) }) {
-            throw APIError(422, "unknown_field", "unknown field '\(k)'; expected subscribe, unsubscribe")
+            throw APIError(422, "unknown_field", "unknown field '\(k)'; expected subscribe, unsubscribe, catch_up")
+        }
+        if Self.present(c, .catchUp) {
+            guard let b = try? c.decode(Bool.self, forKey: .catchUp) else {
+                throw APIError(422, "invalid_field", "'catch_up' must be true or false")
+            }
+            catchUp = b
         }
         if Self.present(c, .subscribe) {
             var list = try Self.array(c, .subscribe)
@@ -129,4 +139,5 @@ struct AnyKey: CodingKey {
     static let token = AnyKey(stringValue: "token")
     static let kind = AnyKey(stringValue: "kind")
     static let expiresAt = AnyKey(stringValue: "expires_at")
+    static let catchUp = AnyKey(stringValue: "catch_up")
 }

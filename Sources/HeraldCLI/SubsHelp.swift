@@ -53,16 +53,19 @@ extension SubsCommand {
     static var importHelp: String {
         """
         Usage: herald subs import CHANNEL FILE [--kind activity|push-to-start] [--expires-at UNIX]
-                                 [--batch-size N]
+                                 [--batch-size N] [--no-catch-up]
 
         Streams FILE (one hex token per line; blank lines and lines starting with # skipped;
         - reads standard input) to CHANNEL in batches through POST .../subscriptions:batch,
         showing progress on standard error, and ends with the totals and tokens per second.
         A token the server refuses stops the import with its line number; earlier batches stay.
+        New activity tokens are late joiners: each is sent the channel's current state, if it
+        has one, unless --no-catch-up (tokens whose activities already show it: a migration).
 
         Options:
         \(entryOptions)
           --batch-size N      tokens per request, 1 to 100000 (default 10000)
+          --no-catch-up       do not send the current state to the new tokens
 
         \(AdminOptions.helpText)
 

@@ -12,6 +12,7 @@ enum SubsImport {
     static func run(_ args: inout Arguments, _ opts: AdminOptions, _ console: Console) throws -> Int32 {
         let entry = try SubsCommand.Entry.read(&args)
         let batchSize = try args.intOption("--batch-size", range: 1...100_000) ?? 10_000
+        let catchUp = !args.flag("--no-catch-up")
         let channel = try args.positional("CHANNEL")
         let file = try args.positional("FILE (a path, or - for standard input)")
         try args.finish()
@@ -28,7 +29,7 @@ enum SubsImport {
             let next = try reader.next()
             if let next { batch.append(next) }
             if batch.count == batchSize || (next == nil && !batch.isEmpty) {
-                try send(batch, entry, channel, client, reader.name, &totals)
+                try send(batch, entry, catchUp: catchUp, channel, client, reader.name, &totals)
                 batch.removeAll(keepingCapacity: true)
                 let now = Monotonic.seconds()
                 meter.record(Int64(totals.tokens), at: now)
@@ -56,10 +57,12 @@ enum SubsImport {
 
     /// Posts one batch. A 422 becomes a message naming the line of the first bad token.
     static func send(
-        _ batch: [(line: Int, token: String)], _ entry: SubsCommand.Entry, _ channel: String, _ client: AdminClient,
-        _ fileName: String, _ totals: inout Totals
+        _ batch: [(line: Int, token: String)], _ entry: SubsCommand.Entry, catchUp: Bool, _ channel: String,
+        _ client: AdminClient, _ fileName: String, _ totals: inout Totals
     ) throws {
-        let body: JSON = ["subscribe": .array(batch.map { entry.json(token: $0.token) })]
+        var fields: [String: JSON] = ["subscribe": .array(batch.map { entry.json(token: $0.token) })]
+        if !catchUp { fields["catch_up"] = .bool(false) }
+        let body = JSON.object(fields)
         let reply = try client.exchange("POST", SubsCommand.batchPath(channel), body: body)
         if reply.status == 422, let (code, message) = reply.apiError {
             let before = "\(TextOutput.count(totals.tokens)) tokens from earlier lines were imported; "

@@ -27,6 +27,11 @@ public struct FanoutConfig: Sendable {
     /// Broadcast on a "most recent" channel: `apns-expiration` when the publisher gave none,
     /// and the cap (APNs stores at most 8 h, reference §4.2).
     public var broadcastStorage: Double = 8 * 3600
+    /// Late joiners waiting for their catch-up push, at most (a 100 000-entry batch on a
+    /// channel in the middle of a fan-out waits here while the sender is full). Past it, new
+    /// ones are dropped and counted (`herald_catchup_dropped_total`): they get the channel's
+    /// next event instead of the current state.
+    public var maxPendingCatchUps = 100_000
 
     public init() {}
 }

@@ -156,42 +156,68 @@ extension FanoutEngine {
 
     // MARK: - late joiners
 
-    /// Notes a late joiner; `flushCatchUps` decides what it gets when it can be sent.
-    func queueCatchUp(channelID: String, token: [UInt8]) {
+    /// Notes late joiners; `flushCatchUps` decides what they get when they can be sent.
+    /// Past `config.maxPendingCatchUps` waiting, the rest are dropped and counted
+    /// (`herald_catchup_dropped_total`): they get the channel's next event, not the current
+    /// state.
+    func queueCatchUps(channelID: String, tokens: [[UInt8]]) {
         do {
             guard let ch = try store.channel(id: channelID), ch.isOpen, ch.catchUp, ch.mode.usesTokens,
                 let run = try channelRun(num: ch.num)
             else { return }
             run.channel = ch
-            if pendingCatchUps.count < 100_000 { pendingCatchUps.append((run, token)) }
+            let room = max(0, config.maxPendingCatchUps - pendingCatchUps.count)
+            for token in tokens.prefix(room) { pendingCatchUps.append((run, token)) }
+            if tokens.count > room {
+                let dropped = tokens.count - room
+                metrics.catchUpsDropped.inc(UInt64(dropped))
+                logger.warning(
+                    "fanout.catchup_dropped",
+                    ["channel": .string(channelID), "dropped": .int(Int64(dropped)), "waiting": .int(Int64(pendingCatchUps.count))])
+            }
         } catch {
             logger.warning("fanout.catchup_failed", ["channel": .string(channelID), "error": .string("\(error)")])
         }
     }
 
-    /// Hands waiting catch-ups to the sender, each in the express lane (one request, like a
-    /// small channel's event). Until it is answered, the channel's next event does not
-    /// start (`stepChannel`): per token, never an older event after a newer one.
+    /// Hands waiting catch-ups to the sender in the express lane, oldest first, up to
+    /// `catchUpChunk` of one channel per `trySubmit`, and stops at the first the sender has
+    /// no room for (the rest wait, in order, for the next round). Until they are answered,
+    /// the channel's next event does not start (`stepChannel`): per token, never an older
+    /// event after a newer one.
     func flushCatchUps() -> Bool {
-        guard !pendingCatchUps.isEmpty else { return false }
-        let waiting = pendingCatchUps
-        pendingCatchUps.removeAll()
         var decided: [Int64: APNSTemplate?] = [:]  // one decision per channel per flush
         var sent = 0
-        for (ch, token) in waiting {
-            guard channels[ch.channel.num] === ch else { continue }  // closed since
+        var chunk: [APNSRequest] = []
+        while let (ch, _) = pendingCatchUps.first {
+            guard channels[ch.channel.num] === ch else {  // closed since
+                pendingCatchUps.popFirst()
+                continue
+            }
             let num = ch.channel.num
             if decided[num] == nil { decided[num] = catchUpTemplate(ch) }
-            guard let template = decided[num] ?? nil else { continue }
-            let r = APNSRequest(
-                path: APNSRequests.tokenPath(Hex.encode(token)), template: template, context: CatchUp(channel: ch, token: token))
-            r.express = true
-            if transports.tokens(ch.channel.environment).trySubmit([r]) {
-                ch.catchUpsInFlight += 1
-                sent += 1
-            } else {
-                pendingCatchUps.append((ch, token))  // decided again next round
+            guard let template = decided[num] ?? nil else {  // an event on its way reaches them
+                pendingCatchUps.popFirst()
+                continue
             }
+            // This channel's next few waiting tokens, as one submission.
+            chunk.removeAll(keepingCapacity: true)
+            var taken: [(ChannelRun, [UInt8])] = []
+            while chunk.count < Self.catchUpChunk, let (next, token) = pendingCatchUps.first, next === ch {
+                pendingCatchUps.popFirst()
+                taken.append((next, token))
+                let r = APNSRequest(
+                    path: APNSRequests.tokenPath(Hex.encode(token)), template: template, context: CatchUp(channel: ch, token: token))
+                r.express = true
+                chunk.append(r)
+            }
+            guard transports.tokens(ch.channel.environment).trySubmit(chunk) else {
+                for t in taken.reversed() { pendingCatchUps.prepend(t) }  // decided again next round
+                break
+            }
+            ch.catchUpsInFlight += chunk.count
+            sent += chunk.count
+            if sent >= Self.catchUpChunk { break }  // the rest next step: channels take turns
         }
         metrics.catchUps.inc(UInt64(sent))
         return sent > 0

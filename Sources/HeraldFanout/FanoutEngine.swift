@@ -37,7 +37,13 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     var order: [Int64] = []
     var rr = 0
     var scanner: SubscriptionScanner?
-    var pendingCatchUps: [(ChannelRun, [UInt8])] = []
+    /// Late joiners waiting to be sent their channel's current state, oldest first; at most
+    /// `config.maxPendingCatchUps` (beyond it they are counted and dropped: the next event
+    /// reaches them).
+    var pendingCatchUps = RingBuffer<(ChannelRun, [UInt8])>()
+    /// Catch-ups handed to the sender in one `trySubmit` (and at most per scheduler step:
+    /// a 100 000-token batch must not stall the round over the channels).
+    static let catchUpChunk = 500
     var pendingBroadcasts: [(APNSRequest, APNSEnvironment)] = []
     var lastSweep = 0.0
     var random = FastRandom()
@@ -48,7 +54,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         case event(String)
         case completed(APNSRequest, APNSResult)
         case closed(String)
-        case catchUp(channelID: String, token: [UInt8])
+        case catchUp(channelID: String, tokens: [[UInt8]])
         case targets(eventID: String, count: Int64)
         /// A checkpoint write of the event covering `batches` batches committed (or failed).
         case checkpointed(eventID: String, batches: Int)
@@ -135,9 +141,16 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
     /// A channel was closed (its unfinished events are already failed in the database).
     public func notifyClosed(channelID: String) { post(.closed(channelID)) }
 
-    /// A Live Activity registered on a channel: send it the current state (late joiner,
-    /// design delivery 9) if the channel has one and catch-up is on.
-    public func notifyRegistered(channelID: String, token: [UInt8]) { post(.catchUp(channelID: channelID, token: token)) }
+    /// Live Activities registered on a channel (a `PUT`, or the new activity tokens of a
+    /// batch): send each the current state (late joiner, design delivery 9) if the channel
+    /// has one and catch-up is on. One message however many tokens. Any thread.
+    public func notifyRegistered(channelID: String, tokens: [[UInt8]]) {
+        guard !tokens.isEmpty else { return }
+        post(.catchUp(channelID: channelID, tokens: tokens))
+    }
+
+    /// One late joiner; as `notifyRegistered(channelID:tokens:)`.
+    public func notifyRegistered(channelID: String, token: [UInt8]) { notifyRegistered(channelID: channelID, tokens: [token]) }
 
     /// The sender's answer for one request (pool loop thread): queued for the scheduler.
     public func apnsCompleted(_ request: APNSRequest, result: APNSResult) { post(.completed(request, result)) }
@@ -248,7 +261,7 @@ public final class FanoutEngine: APNSResultSink, @unchecked Sendable {
         case .completed(let r, let result): completed(r, result)
         case .event(let id): accept(eventID: id)
         case .closed(let id): closed(channelID: id)
-        case .catchUp(let id, let token): queueCatchUp(channelID: id, token: token)
+        case .catchUp(let id, let tokens): queueCatchUps(channelID: id, tokens: tokens)
         case .targets(let id, let n):
             for ch in channels.values {
                 if let a = ch.active, a.record.id == id { a.counters.targets = n }

@@ -4,7 +4,7 @@ import HeraldStore
 /// Metrics of the scheduler (names per style §11).
 final class FanoutMetrics: Sendable {
     let registry: MetricsRegistry
-    let superseded, pruned, guardTrips, catchUps, downgrades, broadcasts, broadcastFailures: Counter
+    let superseded, pruned, guardTrips, catchUps, catchUpsDropped, downgrades, broadcasts, broadcastFailures: Counter
     let duration, firstPush: Histogram
     let activeEvents: Gauge
     /// Token pushes of events by final result (closed set).
@@ -16,6 +16,9 @@ final class FanoutMetrics: Sendable {
         pruned = r.counter("herald_subscriptions_pruned_total", help: "Subscriptions removed because APNs reported the token dead (410, BadDeviceToken).")
         guardTrips = r.counter("herald_prune_guard_trips_total", help: "Events whose share of dead tokens was implausible: pruning stopped, subscriptions kept.")
         catchUps = r.counter("herald_catchup_pushes_total", help: "Current-state pushes sent to late joiners.")
+        catchUpsDropped = r.counter(
+            "herald_catchup_dropped_total",
+            help: "Late joiners not sent the current state because 100000 were already waiting (they get the next event).")
         downgrades = r.counter("herald_priority_downgrades_total", help: "Events sent at priority 5 because the channel's priority-10 budget was spent.")
         broadcasts = r.counter("herald_broadcast_pushes_total", help: "Broadcast requests accepted by APNs.")
         broadcastFailures = r.counter("herald_broadcast_failures_total", help: "Broadcast requests that failed.")

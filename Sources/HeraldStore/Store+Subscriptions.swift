@@ -31,6 +31,13 @@ public struct BatchResult: Sendable, Equatable {
     public var subscribed = 0
     public var updated = 0
     public var unsubscribed = 0
+    /// The `activity` tokens this batch registered for the first time (in token order):
+    /// the late joiners a current state is owed to (design delivery 9). A token that was
+    /// already there, or is removed again by the same batch, is not among them.
+    public var joined: [[UInt8]] = []
+    /// The channel as the batch's transaction saw it (its catch-up setting and current
+    /// event decide whether `joined` is owed anything).
+    public var channel: Channel?
 }
 
 extension Store {
@@ -129,6 +136,7 @@ extension Store {
                 try bind(ins)
                 if try ins.run() == 1 {
                     r.subscribed += 1
+                    if s.kind == .activity { r.joined.append(s.token) }
                 } else {
                     try bind(upd)
                     _ = try upd.run()
@@ -142,6 +150,11 @@ extension Store {
                 try del.bind(2, blob: t)
                 r.unsubscribed += try del.run()
             }
+            if !unsubscribe.isEmpty && !r.joined.isEmpty {
+                let removed = Set(unsubscribe)
+                r.joined.removeAll { removed.contains($0) }
+            }
+            r.channel = ch
             return r
         }
     }

@@ -86,6 +86,67 @@ import Testing
         #expect(got.first?.timestamp == p.json?["aps_timestamp"]?.intValue)
     }
 
+    /// Design delivery 9: a late joiner is a late joiner however it registers. Every new
+    /// activity token of a batch gets the current state once; a token already there, a
+    /// push-to-start token and a token the same batch removes get nothing; the next event
+    /// then reaches them all, after the catch-up.
+    @Test func lateJoinersRegisteredInABatchAreSentTheCurrentState() throws {
+        let fx = try Live.api()
+        let channel = unique("batchlate")
+        try fx.createChannel(channel)
+        let existing = freshToken()
+        #expect(try fx.subscribe(channel, existing).status == 201)
+        let p = try fx.publish(channel, update(["minute": 23]))
+        #expect(try fx.waitFinished(channel, try #require(p.json?["event_id"]?.stringValue))["state"] == "done")
+
+        let joiners = (0..<5).map { _ in freshToken() }
+        let starter = freshToken()
+        let leaving = freshToken()
+        let body: JSON = [
+            "subscribe": .array(
+                joiners.map { .string($0) } + [.string(existing), .string(leaving)]
+                    + [.object(["token": .string(starter), "kind": "push-to-start"])]),
+            "unsubscribe": [.string(leaving)],
+        ]
+        let r = try fx.admin("POST", "/v1/channels/\(channel)/subscriptions:batch", json: body)
+        #expect(r.json == ["subscribed": 7, "updated": 1, "unsubscribed": 1])
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while joiners.contains(where: { fx.sim.sim.pushes(to: $0).isEmpty }) && Date() < deadline { usleep(5_000) }
+        for t in joiners {
+            let got = fx.sim.sim.pushes(to: t)
+            #expect(got.count == 1)
+            #expect(got.first?.json?["aps"]?["content-state"] == ["minute": 23])
+            #expect(got.first?.timestamp == p.json?["aps_timestamp"]?.intValue)
+        }
+        let next = try fx.publish(channel, update(["minute": 24]))
+        #expect(try fx.waitFinished(channel, try #require(next.json?["event_id"]?.stringValue))["state"] == "done")
+        for t in joiners {
+            #expect(fx.sim.sim.pushes(to: t).compactMap { $0.json?["aps"]?["content-state"] } == [["minute": 23], ["minute": 24]])
+        }
+        #expect(fx.sim.sim.pushes(to: existing).compactMap { $0.json?["aps"]?["content-state"] } == [["minute": 23], ["minute": 24]])
+        #expect(fx.sim.sim.pushes(to: starter).isEmpty)
+        #expect(fx.sim.sim.pushes(to: leaving).isEmpty)
+    }
+
+    /// `"catch_up": false` (a migration of tokens that already show the state): the new
+    /// tokens get nothing until the next event.
+    @Test func aBatchWithCatchUpFalseSendsNothingUntilTheNextEvent() throws {
+        let fx = try Live.api()
+        let channel = unique("batchquiet")
+        try fx.createChannel(channel)
+        let p = try fx.publish(channel, update(["minute": 1]))
+        #expect(try fx.waitFinished(channel, try #require(p.json?["event_id"]?.stringValue))["state"] == "done")
+        let migrated = (0..<5).map { _ in freshToken() }
+        let r = try fx.admin(
+            "POST", "/v1/channels/\(channel)/subscriptions:batch", json: ["subscribe": .array(migrated.map { .string($0) }), "catch_up": false])
+        #expect(r.status == 200)
+        let next = try fx.publish(channel, update(["minute": 2]))
+        #expect(try fx.waitFinished(channel, try #require(next.json?["event_id"]?.stringValue))["state"] == "done")
+        for t in migrated {
+            #expect(fx.sim.sim.pushes(to: t).compactMap { $0.json?["aps"]?["content-state"] } == [["minute": 2]])
+        }
+    }
+
     @Test func deleteIs204ThenNotFound() throws {
         let fx = try Live.api()
         let channel = unique("del")
@@ -217,6 +278,7 @@ import Testing
         (#"{"subscribe":[{"token":"\#(String(repeating: "a", count: 64))","expires_at":0}]}"#, 422, "invalid_field"),
         (#"{"subscribe":[{"token":"\#(String(repeating: "a", count: 64))","expires":5}]}"#, 422, "unknown_field"),
         (#"{"subscribe":[],"unsubscibe":["\#(String(repeating: "a", count: 64))"]}"#, 422, "unknown_field"),
+        (#"{"subscribe":["\#(String(repeating: "a", count: 64))"],"catch_up":"no"}"#, 422, "invalid_field"),
         (#"{"subscribe":["#, 400, "invalid_json"),
         (#"[]"#, 400, "invalid_body"),
         ("", 400, "invalid_body"),

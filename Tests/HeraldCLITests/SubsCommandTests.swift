@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldHTTPServer
 import Testing
@@ -38,6 +39,23 @@ import Testing
             stub.requests.first?.json
                 == ["subscribe": [["token": .string(t1), "kind": "activity"], ["token": .string(t2), "kind": "activity"]]])
         #expect(r.out == "subscribed 2 tokens to match-1: 1 new, 1 already subscribed\n")
+    }
+
+    @Test func importWithNoCatchUpSaysSoInEveryBatch() throws {
+        let stub = try StubServer { r, _ in
+            r.method == "POST" && r.path == "/v1/channels/match-1/subscriptions:batch"
+                ? .json(200, ["subscribed": 1, "updated": 0, "unsubscribed": 0]) : .error(404, code: "not_found", message: "stub")
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-import-\(UInt64.random(in: 0...UInt64.max)).txt").path
+        try "\(t1)\n\(t2)\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        #expect(stub.run(["subs", "import", "match-1", file, "--batch-size", "1", "--no-catch-up"]).code == 0)
+        #expect(
+            stub.requests.map(\.json)
+                == [["subscribe": [["token": .string(t1)]], "catch_up": false], ["subscribe": [["token": .string(t2)]], "catch_up": false]])
+        #expect(stub.run(["subs", "import", "match-1", file]).code == 0)
+        #expect(
+            stub.requests.last?.json == ["subscribe": [["token": .string(t1)], ["token": .string(t2)]]], "catch-up is the server's default: not sent")
     }
 
     @Test func removingOneTokenDeletesItAndSeveralUseTheBatch() throws {

@@ -120,8 +120,10 @@ import HeraldTestSupport
 /// A sender that a fan-out keeps busy for seconds: one connection of 50 streams to a
 /// simulator answering in 10 ms, batches of 100; channel "big" with 20 000 subscribers and
 /// "small" with `small`.
-func bigAndSmallChannels(bigSeed: UInt64, small: [String]) throws -> FanoutFixture {
-    let fx = try FanoutFixture(connections: 1, fanout: { $0.batchSize = 100 }, simulator: { sim in
+func bigAndSmallChannels(
+    bigSeed: UInt64, small: [String], fanout: @escaping (inout FanoutConfig) -> Void = { _ in }
+) throws -> FanoutFixture {
+    let fx = try FanoutFixture(connections: 1, fanout: { $0.batchSize = 100; fanout(&$0) }, simulator: { sim in
         sim.maxConcurrentStreams = 50
         sim.faults.latency = 0.01
     })
