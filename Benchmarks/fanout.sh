@@ -4,15 +4,24 @@
 # sends N requests of the same size to the same simulator over the same connections and
 # streams: the limit. Prints both rates, the ratio, and the server's peak RSS during the
 # fan-out (VmHWM after clear_refs: the registration before it is not counted) and how much
-# of it the fan-out added to what the process held when it began.
+# of it the fan-out added to what the process held when it began. h2load gets one distinct
+# device path per token (`-i`, the same tokens), as the fan-out sends. CPU per request of
+# every party: herald_cpu_us_per_push=, h2load_cpu_us_per_request= (its start-up, parsing
+# the URI file, taken off), the simulator's in each half, and their ratio.
 #
-#   Benchmarks/fanout.sh [N] [CONNECTIONS] [STREAMS]     defaults 1000000 4 1000
-#   SIM_THREADS=2 Benchmarks/fanout.sh                   the simulator on 2 event loops (default 1)
+#   Benchmarks/fanout.sh [N] [CONNECTIONS] [STREAMS]     defaults 1000000 2 1000
+#   SIM_THREADS=1 Benchmarks/fanout.sh                   the simulator on 1 event loop (default 2)
+#   LATENCY_MS=40 Benchmarks/fanout.sh                   the simulator answers 40 ms late
+#   HERALD_SERVE=/path/herald Benchmarks/fanout.sh       another build as the server (before/after)
 source "$(dirname "$0")/lib.sh"
-N=${1:-1000000}; C=${2:-4}; S=${3:-1000}
+N=${1:-1000000}; C=${2:-2}; S=${3:-1000}
 bench_setup
 machine
-start_sim --no-ledger --max-streams "$S" --streams-before-auth "$S" --threads "${SIM_THREADS:-1}"
+echo "load: $(uptime)"
+FAULTS=()
+[ -z "${LATENCY_MS:-}" ] || FAULTS=(--faults "latency-ms=$LATENCY_MS")
+start_sim --no-ledger --max-streams "$S" --streams-before-auth "$S" --threads "${SIM_THREADS:-2}" "${FAULTS[@]}"
+[ -z "${HERALD_SERVE:-}" ] || HERALD=$HERALD_SERVE
 start_serve --apns-connections "$C"
 echo "subscribers: $N, connections: $C, streams per connection: $S"
 
@@ -33,8 +42,8 @@ CPU_HERALD0=$(cpu_seconds "$API_PID"); CPU_SIM0=$(cpu_seconds "$SIM_PID")
 START=$(now)
 EVENT=$(api POST /v1/channels/bench/events "$BODY" | python3 -c 'import json,sys; print(json.load(sys.stdin)["event_id"])')
 END=$(wait_accepted "$N")
-CPU_HERALD=$(python3 -c "print(f'{($(cpu_seconds "$API_PID")-$CPU_HERALD0)*1e6/$N:.2f}')")
-CPU_SIM=$(python3 -c "print(f'{($(cpu_seconds "$SIM_PID")-$CPU_SIM0)*1e6/$N:.2f}')")
+CPU_HERALD=$(cpu_us_per "$CPU_HERALD0" "$(cpu_seconds "$API_PID")" "$N")
+CPU_SIM=$(cpu_us_per "$CPU_SIM0" "$(cpu_seconds "$SIM_PID")" "$N")
 SECONDS_FANOUT=$(python3 -c "print(f'{$END-$START:.3f}')")
 FANOUT_RATE=$(python3 -c "print(f'{$N/($END-$START):.0f}')")
 until api GET "/v1/channels/bench/events/$EVENT" | grep -q '"state":"done"'; do sleep 0.05; done
@@ -46,10 +55,18 @@ python3 -c "
 import json
 print(json.dumps({'aps':{'content-state':{'away':0,'home':1,'minute':63,'status':'live'},'event':'update','timestamp':1767225600}}, separators=(',',':')), end='')
 " > "$WORK/payload.json"
-H2=$(h2load_rate "$N" "$C" "$S" "$WORK/payload.json" "$(head -1 "$WORK/tokens.txt")")
+make_uris "$WORK/tokens.txt" "$SIM_PORT" "$WORK/uris.txt"
+S0=$(cpu_seconds "$SIM_PID")
+h2load_uris "$N" "$C" "$S" "$WORK/payload.json" "$WORK/uris.txt" "$SIM_PORT"
+H2=$H2_RATE
+CPU_SIM_H2=$(cpu_us_per "$S0" "$(cpu_seconds "$SIM_PID")" "$N")
 
 echo "herald_cpu_us_per_delivery=$CPU_HERALD"
+echo "herald_cpu_us_per_push=$CPU_HERALD"
+echo "h2load_cpu_us_per_request=$H2_CPU_US"
 echo "simulator_cpu_us_per_request=$CPU_SIM"
+echo "simulator_cpu_us_per_request_h2load=$CPU_SIM_H2"
+echo "herald_vs_h2load_cpu_ratio=$(ratio "$CPU_HERALD" "$H2_CPU_US")"
 echo "herald_fanout_seconds=$SECONDS_FANOUT"
 echo "herald_fanout_rate=$FANOUT_RATE"
 echo "h2load_rate=$H2"
@@ -58,3 +75,4 @@ echo "rss_at_fanout_start_mib=$RSS_START"
 echo "fanout_rss_growth_mib=$(python3 -c "print(f'{$PEAK-$RSS_START:.1f}')")"
 echo "peak_rss_mib=$PEAK"
 echo "fanout_vs_h2load_ratio=$(ratio "$FANOUT_RATE" "$H2")"
+echo "load_after: $(uptime)"

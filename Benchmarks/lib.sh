@@ -64,6 +64,61 @@ h2load_rate() { # N CONNECTIONS STREAMS PAYLOAD_FILE TOKEN
   awk '/^finished in/ { gsub(",", "", $4); print $4 }' "$WORK/h2load.txt"
 }
 
+# One URI per token (h2load -i): every request goes to its own device path, as a fan-out's do.
+make_uris() { # TOKENS_FILE PORT OUT_FILE
+  awk -v port="$2" '{ print "https://127.0.0.1:" port "/3/device/" $1 }' "$1" > "$3"
+}
+
+# Runs h2load over a URI file (one distinct path per request) with the same headers Herald
+# sends, against PORT. Sets H2_RATE (requests/s) and H2_CPU_US (h2load's CPU per request,
+# its start-up taken off: a run of one request per connection over the same file, with the
+# same connections, measures the parsing and the handshakes).
+# ANY_STATUS=1: count every answered request (nghttpd answers these paths 404).
+h2load_uris() { # N CONNECTIONS STREAMS PAYLOAD_FILE URI_FILE PORT
+  local jwt uris="$WORK/uris.$6.txt"
+  jwt=$(make_jwt)
+  sed "s#https://127.0.0.1:[0-9]*/#https://127.0.0.1:$6/#" "$5" > "$uris"
+  local out
+  out=$(python3 - "$1" "$2" "$3" "$4" "$uris" "$jwt" "$WORK/h2load.txt" "${ANY_STATUS:-0}" <<'PY'
+import re, resource, subprocess, sys
+n, c, m, payload, uris, jwt, log, any_status = sys.argv[1:9]
+def run(n, c, m):
+    cmd = ["h2load", "-n", n, "-c", c, "-m", m, "-t", "1", "-d", payload, "-i", uris,
+           "-H", f"authorization: bearer {jwt}", "-H", "apns-push-type: liveactivity",
+           "-H", "apns-topic: com.example.app.push-type.liveactivity", "-H", "apns-priority: 5"]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return p.stdout, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+_, startup = run(c, c, "1")
+text, cpu = run(n, c, m)
+open(log, "w").write(text)
+want = rf"{n} done, (\d+) succeeded, \d+ failed, 0 errored, 0 timeout"
+ok = re.search(rf"requests: {n} total, {n} started, " + want, text)
+if not ok or (any_status != "1" and ok.group(1) != n):
+    sys.stderr.write(text); print("FAIL"); sys.exit(0)
+rate = next(l.split()[3].replace(",", "") for l in text.splitlines() if l.startswith("finished in"))
+print(rate, f"{(cpu - startup) * 1e6 / int(n):.2f}")
+PY
+)
+  [ "${out%% *}" != "FAIL" ] || { echo "h2load did not complete" >&2; exit 1; }
+  H2_RATE=${out%% *}; H2_CPU_US=${out##* }
+}
+
+# nghttpd (Debian's nghttp2-server) on a free port with the simulator's certificate: the
+# independent sink the simulator is held against. Sets NGHTTPD_PORT.
+start_nghttpd() { # WORKERS
+  NGHTTPD_PORT=$(free_port)
+  mkdir -p "$WORK/htdocs"
+  nghttpd -n "${1:-2}" -d "$WORK/htdocs" "$NGHTTPD_PORT" "$SIM_DIR/sim-key.pem" "$SIM_DIR/sim-cert.pem" > "$WORK/nghttpd.log" 2>&1 &
+  PIDS+=($!)
+  NGHTTPD_PID=$!
+  for _ in $(seq 1 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $NGHTTPD_PORT), 0.2)" 2>/dev/null && break; sleep 0.1; done
+}
+
+# CPU per request (µs) of PID between two cpu_seconds readings.
+cpu_us_per() { python3 -c "print(f'{($2-$1)*1e6/$3:.2f}')"; }
+
 ratio() { python3 -c "print(f'{$1/$2:.3f}')"; }
 
 # Peak resident memory (MiB) of a process.

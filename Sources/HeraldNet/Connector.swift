@@ -52,7 +52,7 @@ final class Connector: FDHandler {
         let addr = addresses.removeFirst()
         do {
             fd = try Socket.startConnect(addr)
-            try loop.register(fd: fd, events: EPOLLOUT.rawValue, handler: self)
+            try loop.register(fd: fd, interest: .writable, handler: self)
             timer = loop.schedule(after: timeout) { [weak self] in
                 guard let self else { return }
                 self.errors.append("\(addr): timed out after \(self.timeout)s")
@@ -62,7 +62,7 @@ final class Connector: FDHandler {
         } catch {
             errors.append("\(addr): \(error)")
             if fd >= 0 {
-                close(fd)
+                Sys.close(fd)
                 fd = -1
             }
             tryNext()
@@ -74,12 +74,12 @@ final class Connector: FDHandler {
         timer = nil
         if fd >= 0 {
             loop.unregister(fd: fd)
-            close(fd)
+            Sys.close(fd)
             fd = -1
         }
     }
 
-    func handleEvents(_ events: UInt32) {
+    func handleEvents(_ events: IOEvents) {
         guard fd >= 0 else { return }
         let err = Socket.pendingError(fd)
         if err == 0 {

@@ -5,9 +5,9 @@ import HeraldCore
 import Synchronization
 
 /// Something that owns a file descriptor registered with an `EventLoop`.
-/// `handleEvents` is called on the loop's thread with the epoll event bits.
+/// `handleEvents` is called on the loop's thread with what the descriptor is ready for.
 public protocol FDHandler: AnyObject {
-    func handleEvents(_ events: UInt32)
+    func handleEvents(_ events: IOEvents)
 }
 
 /// A single-threaded epoll loop: I/O objects registered with it are confined to its
@@ -40,21 +40,26 @@ public final class EventLoop: @unchecked Sendable {
         // ignore it and see EPIPE instead (OpenSSL's socket BIO uses plain write).
         _ = Self.ignoreSIGPIPE
         self.name = name
-        epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
-        guard epfd >= 0 else { throw NetError.system("epoll_create1", errno) }
-        wakefd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        guard wakefd >= 0 else {
-            close(epfd)
-            throw NetError.system("eventfd", errno)
+        let ep = try Sys.call("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
+        let wake: Int32
+        do {
+            wake = try Sys.call("eventfd") { eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) }
+        } catch {
+            Sys.close(ep)
+            throw error
         }
         var ev = epoll_event()
         ev.events = EPOLLIN.rawValue
-        ev.data.fd = wakefd
-        guard epoll_ctl(epfd, EPOLL_CTL_ADD, wakefd, &ev) == 0 else {
-            close(epfd)
-            close(wakefd)
-            throw NetError.system("epoll_ctl", errno)
+        ev.data.fd = wake
+        do {
+            try Sys.call("epoll_ctl(ADD)") { epoll_ctl(ep, EPOLL_CTL_ADD, wake, &ev) }
+        } catch {
+            Sys.close(ep)
+            Sys.close(wake)
+            throw error
         }
+        epfd = ep
+        wakefd = wake
         // The thread keeps the loop alive until `shutdown()`.
         let t = Thread { [self] in
             ThreadName.set(name)
@@ -68,8 +73,8 @@ public final class EventLoop: @unchecked Sendable {
     private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     deinit {
-        close(epfd)
-        close(wakefd)
+        Sys.close(epfd)
+        Sys.close(wakefd)
     }
 
     /// True on the loop's own thread.
@@ -95,7 +100,8 @@ public final class EventLoop: @unchecked Sendable {
 
     private func wake() {
         var one: UInt64 = 1
-        _ = write(wakefd, &one, 8)
+        // EAGAIN: the counter is already non-zero, the loop wakes anyway.
+        _ = try? Sys.nonBlocking("write(eventfd)") { write(wakefd, &one, 8) }
     }
 
     /// Stops the loop after the work queued so far and waits for its thread to end.
@@ -110,28 +116,29 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: - loop-only API
 
     /// Adds `fd` to the loop. Loop thread only.
-    public func register(fd: Int32, events: UInt32, handler: FDHandler) throws {
+    public func register(fd: Int32, interest: IOEvents, handler: FDHandler) throws(NetError) {
         assert(inEventLoop)
         var ev = epoll_event()
-        ev.events = events
+        ev.events = interest.rawValue
         ev.data.fd = fd
-        guard epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 else { throw NetError.system("epoll_ctl(ADD)", errno) }
+        try Sys.call("epoll_ctl(ADD)") { epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) }
         handlers[fd] = handler
     }
 
     /// Changes the events watched for `fd`. Loop thread only.
-    public func modify(fd: Int32, events: UInt32) {
+    public func modify(fd: Int32, interest: IOEvents) {
         assert(inEventLoop)
         var ev = epoll_event()
-        ev.events = events
+        ev.events = interest.rawValue
         ev.data.fd = fd
-        _ = epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev)
+        // Fails only for a descriptor that is not registered: nothing to watch then.
+        _ = try? Sys.call("epoll_ctl(MOD)") { epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) }
     }
 
     /// Removes `fd` from the loop (the caller closes it). Loop thread only.
     public func unregister(fd: Int32) {
         assert(inEventLoop)
-        _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
+        _ = try? Sys.call("epoll_ctl(DEL)") { epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil) }
         handlers[fd] = nil
     }
 
@@ -152,23 +159,26 @@ public final class EventLoop: @unchecked Sendable {
 
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .releasing)
-        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: 256)
+        events.initialize(repeating: epoll_event(), count: 256)
+        defer { events.deallocate() }
         while true {
             runTimers()
             let timeout = nextTimeoutMillis()
-            let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, 256, timeout) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                fatalError("epoll_wait failed: \(errno)")
+            let n: Int32
+            do {
+                n = try Sys.call("epoll_wait") { epoll_wait(epfd, events, 256, timeout) }
+            } catch {
+                fatalError("\(error)")
             }
             for i in 0..<Int(n) {
                 let fd = events[i].data.fd
                 if fd == wakefd {
                     var v: UInt64 = 0
-                    _ = read(wakefd, &v, 8)
+                    _ = try? Sys.nonBlocking("read(eventfd)") { read(wakefd, &v, 8) }
                     continue
                 }
-                handlers[fd]?.handleEvents(events[i].events)
+                handlers[fd]?.handleEvents(IOEvents(rawValue: events[i].events))
             }
             runPending()
             if stopping.load(ordering: .acquiring) {

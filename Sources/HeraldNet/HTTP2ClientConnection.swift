@@ -43,8 +43,10 @@ public protocol HTTP2ClientDelegate: AnyObject {
     func http2Closed(_ connection: HTTP2ClientConnection, error: NetError?)
 }
 
-/// One HTTP/2 client connection over TLS, driven by nghttp2 (sans I/O) and a
-/// `TLSTransport`. Confined to its `EventLoop`: call every method on the loop thread.
+/// One HTTP/2 client connection over TLS: a thin shell that moves bytes between a
+/// `TLSTransport` and an `HTTP2Session` (which holds every nghttp2 interaction), keeps each
+/// stream's caller context and deadline, and reports to its delegate. Confined to its
+/// `EventLoop`: call every method on the loop thread.
 public final class HTTP2ClientConnection: @unchecked Sendable {
     public enum State: Sendable { case idle, connecting, ready, goingAway, closed }
 
@@ -62,43 +64,21 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     public private(set) var wasReady = false
 
     let tls: TLSContext
-    var session: OpaquePointer?
+    var session: HTTP2Session?
     var transport: TLSTransport?
     var connector: Connector?
-    var streams: [Int32: ClientStream] = [:]
-    var events: [Event] = []
-    var delivering = false
+    /// Streams this side reset for their deadline (rare): they end `.timedOut`.
+    var timedOut: Set<Int32> = []
+    /// Events of the session, reused for every read and write (no array per read).
+    var events: [HTTP2Event] = []
+    private var spareEvents: [HTTP2Event] = []
+    private var delivering = false
     private var watchdog: LoopTimer?
-    private var pingSentAt: UInt64?
-    private var closeError: NetError?
-    private let authority: String
-    private let authorityBytes: [UInt8]
-    private var nvScratch: [nghttp2_nv] = []
-
-    enum Event {
-        case ready
-        case completed(AnyObject, Result<HTTP2Response, HTTP2StreamFailure>)
-        case settings
-        case goAway(Int32, UInt32, [UInt8])
-    }
-
-    final class ClientStream {
-        let context: AnyObject
-        let body: HTTP2Body?
-        var offset = 0
-        var status = 0
-        var headers: [(String, String)] = []
-        var responseBody: [UInt8] = []
-        let started: UInt64
-        var timedOut = false
-        var keepHeaders = true
-
-        init(context: AnyObject, body: HTTP2Body?, started: UInt64) {
-            self.context = context
-            self.body = body
-            self.started = started
-        }
-    }
+    private var keepalive: HTTP2Keepalive
+    /// `:authority`, allocated once per connection (freed in deinit).
+    private let authority: UnsafeBufferPointer<UInt8>
+    /// Where a request's UUID field is written (nghttp2 copies it on submit).
+    private let uuidScratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 36)
 
     nonisolated(unsafe) private static var nextID = 0
     private static let idLock = NSLock()
@@ -111,8 +91,11 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         self.tls = tls
         self.serverName = serverName ?? target.host
         self.config = config
-        authority = target.port == 443 ? target.host : target.description
-        authorityBytes = Array(authority.utf8)
+        keepalive = HTTP2Keepalive(pingAfterIdle: config.pingAfterIdle, pingTimeout: config.pingTimeout)
+        let a = Array((target.port == 443 ? target.host : target.description).utf8)
+        let p = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, a.count))
+        _ = p.initialize(from: a)
+        authority = UnsafeBufferPointer(rebasing: p[0..<a.count])
         Self.idLock.lock()
         Self.nextID += 1
         id = Self.nextID
@@ -120,18 +103,16 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     }
 
     deinit {
-        if let session { nghttp2_session_del(session) }
+        UnsafeMutableBufferPointer(mutating: authority).deallocate()
+        uuidScratch.deallocate()
     }
 
     /// The peer's current SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 assumes 100 before the
     /// first SETTINGS frame arrives).
-    public var peerMaxConcurrentStreams: Int {
-        guard let session else { return 0 }
-        return Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
-    }
+    public var peerMaxConcurrentStreams: Int { session?.peerMaxConcurrentStreams ?? 0 }
 
     /// Streams submitted and not yet ended.
-    public var activeStreams: Int { streams.count }
+    public var activeStreams: Int { session?.openStreams ?? 0 }
 
     /// Bytes written and read on this connection.
     public var bytesOut: Int { transport?.bytesOut ?? 0 }
@@ -147,7 +128,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             guard let self else { return }
             self.connector = nil
             guard self.state == .connecting else {
-                if case .success(let fd) = result { Glibc.close(fd) }
+                if case .success(let fd) = result { Sys.close(fd) }
                 return
             }
             switch result {
@@ -164,97 +145,41 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             t.delegate = self
             transport = t
             try t.start(handshakeTimeout: config.handshakeTimeout)
+        } catch let e as NetError {
+            finish(error: e)
         } catch {
-            finish(error: error as? NetError ?? .tls("\(error)"))
+            finish(error: .closed("\(error)"))
         }
     }
 
     /// Submits a request; nil when the connection cannot take it (not ready, going away,
     /// or nghttp2 refused). The stream's outcome reaches the delegate with `context`.
     /// Call `flush()` after a batch of submits so the frames leave in one write.
+    /// `uuidField`: one more field with a fresh UUID (an `apns-id`), written into this
+    /// connection's own buffer. `now`: the caller's Monotonic.nanos(), when it has one.
     @discardableResult
-    /// `idField`: one more field whose value the caller wrote into a reused buffer (a fresh
-    /// `apns-id`), valid for the call. `now`: the caller's Monotonic.nanos(), when it has one.
     public func submit(
-        _ request: HTTP2Request, extra: HeaderList? = nil, idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)? = nil,
-        now: UInt64? = nil, context: AnyObject
+        _ request: HTTP2Request, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil,
+        context: AnyObject
     ) -> Int32? {
         guard state == .ready, let session else { return nil }
-        let stream = ClientStream(context: context, body: request.body, started: now ?? Monotonic.nanos())
-        stream.keepHeaders = request.keepResponseHeaders
-        var path = request.path
-        var method = request.method
-        let noExtra = HeaderList()
-        let id: Int32 = path.withUTF8 { pathBytes in
-            method.withUTF8 { methodBytes in
-                authorityBytes.withUnsafeBufferPointer { auth in
-                    request.headers.bytes.withUnsafeBufferPointer { h in
-                        request.requestHeaders.bytes.withUnsafeBufferPointer { r in
-                            (extra ?? noExtra).bytes.withUnsafeBufferPointer { e in
-                                // nghttp2 copies names and values on submit: pointers need only
-                                // live through this call. Built in a reused array.
-                                nvScratch.removeAll(keepingCapacity: true)
-                                Self.nv(&nvScratch, Self.pseudoMethod, methodBytes, noIndex: false)
-                                Self.nv(&nvScratch, Self.pseudoScheme, Self.https, noIndex: false)
-                                Self.nv(&nvScratch, Self.pseudoAuthority, auth, noIndex: false)
-                                Self.nv(&nvScratch, Self.pseudoPath, pathBytes, noIndex: true)
-                                Self.append(&nvScratch, request.headers.entries, h)
-                                Self.append(&nvScratch, request.requestHeaders.entries, r)
-                                if let extra { Self.append(&nvScratch, extra.entries, e) }
-                                if let idField { Self.nv(&nvScratch, idField.name, idField.value, noIndex: true) }
-                                return nvScratch.withUnsafeBufferPointer { nva in
-                                    if request.body != nil {
-                                        var provider = nghttp2_data_provider()
-                                        provider.read_callback = clientReadBody
-                                        return nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, &provider, nil)
-                                    }
-                                    return nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, nil, nil)
-                                }
-                            }
-                        }
-                    }
-                }
+        let id: Int32
+        do {
+            if let uuidField {
+                uuidField.write(to: uuidScratch)
+                let value = UnsafeBufferPointer(start: UnsafePointer(uuidScratch), count: 36)
+                id = try session.submitRequest(
+                    request, authority: authority, extra: extra, idField: (uuidField.name, value), context: context,
+                    started: now ?? Monotonic.nanos())
+            } else {
+                id = try session.submitRequest(
+                    request, authority: authority, extra: extra, idField: nil, context: context, started: now ?? Monotonic.nanos())
             }
+        } catch {
+            return nil
         }
-        guard id > 0 else { return nil }
-        streams[id] = stream
         streamsOpened += 1
         return id
-    }
-
-    static let pseudoMethod: StaticString = ":method"
-    static let pseudoScheme: StaticString = ":scheme"
-    static let pseudoAuthority: StaticString = ":authority"
-    static let pseudoPath: StaticString = ":path"
-    static let https: StaticString = "https"
-    /// A valid pointer for zero-length values.
-    nonisolated(unsafe) static let empty = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
-
-    @inline(__always)
-    static func nv(_ out: inout [nghttp2_nv], _ name: StaticString, _ value: UnsafeBufferPointer<UInt8>, noIndex: Bool) {
-        out.append(
-            nghttp2_nv(
-                name: UnsafeMutablePointer(mutating: name.utf8Start), value: UnsafeMutablePointer(mutating: value.baseAddress ?? UnsafePointer(empty)),
-                namelen: name.utf8CodeUnitCount, valuelen: value.count,
-                flags: noIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
-    }
-
-    @inline(__always)
-    static func nv(_ out: inout [nghttp2_nv], _ name: StaticString, _ value: StaticString, noIndex: Bool) {
-        nv(&out, name, UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), noIndex: noIndex)
-    }
-
-    @inline(__always)
-    static func append(_ out: inout [nghttp2_nv], _ entries: [HeaderList.Entry], _ bytes: UnsafeBufferPointer<UInt8>) {
-        guard let base = bytes.baseAddress else { return }
-        let p = UnsafeMutablePointer(mutating: base)
-        for e in entries {
-            out.append(
-                nghttp2_nv(
-                    name: p + Int(e.nameStart), value: e.valueLen == 0 ? empty : p + Int(e.valueStart), namelen: Int(e.nameLen),
-                    valuelen: Int(e.valueLen),
-                    flags: e.noIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
-        }
     }
 
     /// Writes everything submitted so far. Loop thread only.
@@ -269,9 +194,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             finish(error: nil)
         case .ready, .goingAway:
             state = .goingAway
-            if let session { nghttp2_session_terminate_session(session, 0) }
+            do {
+                try session?.terminate()
+            } catch {
+                abort(.http2(error))
+                return
+            }
             flush()
-            if streams.isEmpty { transport?.close(error: nil) }
+            if activeStreams == 0 { transport?.close(error: nil) }
         case .closed:
             break
         }
@@ -288,39 +218,46 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 
     // MARK: - internals
 
+    /// Hands the session's events to the delegate, in order, outside nghttp2. A delegate
+    /// that submits and flushes from here records new events, handled after this batch.
     func deliver() {
-        guard !delivering else { return }
+        guard !delivering, !events.isEmpty else { return }
         delivering = true
         defer { delivering = false }
+        var batch: [HTTP2Event] = []
+        swap(&batch, &spareEvents)
         while !events.isEmpty {
-            let batch = events
-            events.removeAll(keepingCapacity: true)
-            for e in batch {
-                switch e {
-                case .ready: delegate?.http2Ready(self)
-                case .completed(let ctx, let r): delegate?.http2(self, completed: ctx, result: r)
-                case .settings: delegate?.http2SettingsChanged(self)
-                case .goAway(let last, let code, let data):
-                    delegate?.http2GoAway(self, lastStreamID: last, errorCode: code, debugData: data)
-                }
-            }
+            swap(&batch, &events)
+            for e in batch { handle(e) }
+            batch.removeAll(keepingCapacity: true)
+        }
+        swap(&batch, &spareEvents)
+    }
+
+    private func handle(_ e: HTTP2Event) {
+        switch e {
+        case .response(let id, let response, let context):
+            let late = !timedOut.isEmpty && timedOut.remove(id) != nil
+            streamEnded(context, late ? .failure(.timedOut) : .success(response))
+        case .streamClosed(let id, let code, let context):
+            let late = !timedOut.isEmpty && timedOut.remove(id) != nil
+            let failure: HTTP2StreamFailure = late ? .timedOut : code == HTTP2ErrorCode.refusedStream ? .refused : .reset(code)
+            streamEnded(context, .failure(failure))
+        case .settings:
+            delegate?.http2SettingsChanged(self)
+        case .goAway(let last, let code, let data):
+            if state == .ready { state = .goingAway }
+            delegate?.http2GoAway(self, lastStreamID: last, errorCode: code, debugData: data)
+        case .pingAcknowledged:
+            keepalive.acknowledged()
+        case .request:
+            break
         }
     }
 
-    func streamClosed(_ id: Int32, errorCode: UInt32) {
-        guard let s = streams.removeValue(forKey: id) else { return }
-        let result: Result<HTTP2Response, HTTP2StreamFailure>
-        if s.timedOut {
-            result = .failure(.timedOut)
-        } else if s.status != 0 && errorCode == 0 {
-            result = .success(HTTP2Response(status: s.status, headers: s.headers, body: s.responseBody))
-        } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
-            result = .failure(.refused)
-        } else {
-            result = .failure(.reset(errorCode))
-        }
-        events.append(.completed(s.context, result))
-        if state == .goingAway && streams.isEmpty {
+    private func streamEnded(_ context: AnyObject?, _ result: Result<HTTP2Response, HTTP2StreamFailure>) {
+        if let context { delegate?.http2(self, completed: context, result: result) }
+        if state == .goingAway && activeStreams == 0 {
             loop.executeUnchecked { [weak self] in self?.transport?.closeAfterFlush() }
         }
     }
@@ -329,16 +266,15 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         guard state != .closed else { return }
         state = .closed
         watchdog?.cancel()
-        let reason = error?.description ?? "connection closed"
-        for (_, s) in streams.sorted(by: { $0.key < $1.key }) {
-            events.append(.completed(s.context, .failure(s.timedOut ? .timedOut : .connectionLost(reason))))
-        }
-        streams.removeAll()
         deliver()
-        if let session {
-            nghttp2_session_del(session)
-            self.session = nil
+        let reason = error?.description ?? "connection closed"
+        let open = session?.openStreamContexts() ?? []
+        session = nil
+        for (id, context, _) in open {
+            guard let context else { continue }
+            delegate?.http2(self, completed: context, result: .failure(timedOut.contains(id) ? .timedOut : .connectionLost(reason)))
         }
+        timedOut.removeAll()
         transport = nil
         delegate?.http2Closed(self, error: error)
     }
@@ -355,74 +291,69 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         guard let session else { return }
         let now = Monotonic.nanos()
         let limit = UInt64(config.streamTimeout * 1e9)
-        var reset = false
-        for (id, s) in streams where !s.timedOut && now &- s.started > limit {
-            s.timedOut = true
-            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
-            reset = true
-        }
-        if let sent = pingSentAt {
-            if now &- sent > UInt64(config.pingTimeout * 1e9) {
+        var wrote = false
+        do throws(HTTP2Error) {
+            for (id, s) in session.streams where now &- s.started > limit && !timedOut.contains(id) {
+                timedOut.insert(id)
+                try session.submitReset(streamID: id, errorCode: HTTP2ErrorCode.cancel)
+                wrote = true
+            }
+            switch keepalive.tick(now: now, lastActivity: transport?.lastActivity ?? now) {
+            case .nothing: break
+            case .ping:
+                try session.submitPing()
+                wrote = true
+            case .dead:
                 abort(.timeout("PING not answered within \(config.pingTimeout)s"))
                 return
             }
-        } else if let t = transport, now &- t.lastActivity > UInt64(config.pingAfterIdle * 1e9) {
-            pingSentAt = now
-            nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
-            reset = true
+        } catch {
+            abort(.http2(error))
+            return
         }
-        if reset { flush() }
+        if wrote { flush() }
     }
-
-    func pingAcked() { pingSentAt = nil }
 }
 
 extension HTTP2ClientConnection: TLSTransportDelegate {
     func transportReady(_ t: TLSTransport) {
-        var cbs: OpaquePointer?
-        nghttp2_session_callbacks_new(&cbs)
-        defer { nghttp2_session_callbacks_del(cbs) }
-        nghttp2_session_callbacks_set_on_header_callback(cbs, clientOnHeader)
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, clientOnData)
-        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, clientOnFrame)
-        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, clientOnStreamClose)
-        var s: OpaquePointer?
-        let rc = nghttp2_session_client_new(&s, cbs, Unmanaged.passUnretained(self).toOpaque())
-        guard rc == 0, let s else {
-            t.close(error: .http2("session_client_new: \(rc)"))
+        do {
+            session = try HTTP2Session(
+                role: .client,
+                settings: [.enablePush(false), .initialWindowSize(UInt32(config.windowSize))],
+                connectionWindow: config.windowSize, maxBodyBytes: config.maxResponseBody)
+        } catch {
+            t.close(error: .http2(error))
             return
         }
-        session = s
-        var iv = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(config.windowSize)),
-        ]
-        nghttp2_submit_settings(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), &iv, iv.count)
-        nghttp2_session_set_local_window_size(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, config.windowSize)
         state = .ready
         wasReady = true
         startWatchdog()
-        events.append(.ready)
-        deliver()
+        delegate?.http2Ready(self)
     }
 
     func transportReceived(_ t: TLSTransport, _ bytes: UnsafeRawBufferPointer) -> NetError? {
-        guard let session else { return .http2("no session") }
-        let rc = nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        guard let session else { return .closed("no HTTP/2 session") }
+        do {
+            try session.receive(bytes, into: &events)
+        } catch {
+            deliver()
+            return .http2(error)
+        }
         deliver()
-        if rc < 0 { return .http2(String(cString: nghttp2_strerror(Int32(rc)))) }
         return nil
     }
 
     func transportProduce(_ t: TLSTransport, into out: inout ByteBuffer) -> NetError? {
         guard let session else { return nil }
-        var p: UnsafePointer<UInt8>?
-        let n = nghttp2_session_mem_send(session, &p)
-        if n < 0 { return .http2(String(cString: nghttp2_strerror(Int32(n)))) }
-        if n > 0, let p { out.append(UnsafeRawBufferPointer(start: p, count: n)) }
+        let n: Int
+        do {
+            n = try session.produce(into: &out, events: &events)
+        } catch {
+            return .http2(error)
+        }
         deliver()
-        if n == 0 && nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+        if n == 0 && self.session?.isFinished == true {
             // Both sides are done (GOAWAY exchanged, no streams): close cleanly.
             loop.executeUnchecked { [weak self] in self?.transport?.closeAfterFlush() }
         }
@@ -432,77 +363,4 @@ extension HTTP2ClientConnection: TLSTransportDelegate {
     func transportClosed(_ t: TLSTransport, error: NetError?) {
         finish(error: error)
     }
-}
-
-// MARK: - nghttp2 callbacks (recover the connection from user_data; never throw)
-
-@inline(__always)
-private func conn(_ ud: UnsafeMutableRawPointer?) -> HTTP2ClientConnection {
-    Unmanaged<HTTP2ClientConnection>.fromOpaque(ud!).takeUnretainedValue()
-}
-
-private let clientOnHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
-    guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
-    let c = conn(ud)
-    guard let s = c.streams[frame.pointee.hd.stream_id], let name, let value else { return 0 }
-    let n = UnsafeBufferPointer(start: name, count: namelen)
-    if namelen == 7 && n.elementsEqual(":status".utf8) {
-        var status = 0
-        for i in 0..<valuelen { status = status * 10 + Int(value[i] &- 48) }
-        s.status = status
-    } else if (s.keepHeaders || s.status >= 300 || s.status == 0) && s.headers.count < 32 {
-        s.headers.append(
-            (String(decoding: n, as: UTF8.self), String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)))
-    }
-    return 0
-}
-
-private let clientOnData: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, len, ud in
-    let c = conn(ud)
-    guard let s = c.streams[streamID], let data else { return 0 }
-    let room = c.config.maxResponseBody - s.responseBody.count
-    if room > 0 { s.responseBody.append(contentsOf: UnsafeBufferPointer(start: data, count: min(room, len))) }
-    return 0
-}
-
-private let clientOnFrame: nghttp2_on_frame_recv_callback = { _, frame, ud in
-    guard let frame else { return 0 }
-    let c = conn(ud)
-    switch UInt32(frame.pointee.hd.type) {
-    case NGHTTP2_SETTINGS.rawValue:
-        if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { c.events.append(.settings) }
-    case NGHTTP2_GOAWAY.rawValue:
-        let g = frame.pointee.goaway
-        var data: [UInt8] = []
-        if let p = g.opaque_data, g.opaque_data_len > 0 { data = Array(UnsafeBufferPointer(start: p, count: g.opaque_data_len)) }
-        if c.state == .ready { c.state = .goingAway }
-        c.events.append(.goAway(g.last_stream_id, g.error_code, data))
-    case NGHTTP2_PING.rawValue:
-        if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { c.pingAcked() }
-    default:
-        break
-    }
-    return 0
-}
-
-private let clientOnStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, ud in
-    conn(ud).streamClosed(streamID, errorCode: errorCode)
-    return 0
-}
-
-/// Copies the next part of a request body; nghttp2 may offer less than the rest (flow
-/// control), so the stream keeps an offset (interop notes §8).
-private let clientReadBody: nghttp2_data_source_read_callback = { _, streamID, buf, length, flags, _, ud in
-    let c = conn(ud)
-    guard let s = c.streams[streamID], let body = s.body, let buf, let flags else {
-        flags?.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
-        return 0
-    }
-    let n = min(length, body.count - s.offset)
-    body.bytes.withUnsafeBufferPointer { src in
-        buf.update(from: src.baseAddress! + s.offset, count: n)
-    }
-    s.offset += n
-    if s.offset == body.count { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
-    return n
 }

@@ -37,7 +37,7 @@ public final class HTTP2Listener: @unchecked Sendable {
         let a = UncheckedBox(acceptor)
         loops[0].execute {
             do {
-                try a.value.loops[0].register(fd: a.value.fd, events: EPOLLIN.rawValue, handler: a.value)
+                try a.value.loops[0].register(fd: a.value.fd, interest: .readable, handler: a.value)
             } catch {
                 a.value.logger.error("http2.listen_failed", ["error": .string("\(error)")])
             }
@@ -91,10 +91,10 @@ final class Acceptor: FDHandler, @unchecked Sendable {
         guard !stopped else { return }
         stopped = true
         loops[0].unregister(fd: fd)
-        Glibc.close(fd)
+        Sys.close(fd)
     }
 
-    func handleEvents(_ events: UInt32) {
+    func handleEvents(_ events: IOEvents) {
         while !stopped {
             let accepted: (Int32, SocketAddress?)?
             do {

@@ -48,7 +48,9 @@ public protocol HTTP2ServerDelegate: AnyObject {
     func http2ServerClosed(_ connection: HTTP2ServerConnection, error: NetError?)
 }
 
-/// The server side of one HTTP/2-over-TLS connection. Loop-confined.
+/// The server side of one HTTP/2-over-TLS connection: a thin shell between a
+/// `TLSTransport` and an `HTTP2Session`, with the GOAWAY bookkeeping (which streams are
+/// refused). Loop-confined.
 public final class HTTP2ServerConnection: @unchecked Sendable {
     public let loop: EventLoop
     public let remoteAddress: String
@@ -63,18 +65,12 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
     public private(set) var goAwayLastStreamID: Int32?
 
     let transport: TLSTransport
-    var session: OpaquePointer?
-    var streams: [Int32: ServerStream] = [:]
-    var events: [HTTP2ServerRequest] = []
+    var session: HTTP2Session?
+    /// Streams received and not answered (or refused) yet.
+    var unanswered: Set<Int32> = []
+    var events: [HTTP2Event] = []
+    private var spareEvents: [HTTP2Event] = []
     private var delivering = false
-
-    final class ServerStream {
-        var request: HTTP2ServerRequest
-        var response: [UInt8] = []
-        var offset = 0
-        var responded = false
-        init(id: Int32) { request = HTTP2ServerRequest(streamID: id) }
-    }
 
     init(loop: EventLoop, stream: TLSStream, remoteAddress: String, config: HTTP2ServerConfig) {
         self.loop = loop
@@ -84,49 +80,41 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         transport.delegate = self
     }
 
-    deinit {
-        if let session { nghttp2_session_del(session) }
-    }
-
     func start() throws {
         try transport.start(handshakeTimeout: config.handshakeTimeout)
     }
 
     /// Streams open on this connection.
-    public var openStreams: Int { streams.count }
+    public var openStreams: Int { session?.openStreams ?? 0 }
 
     /// Sends the response for `streamID` (ignored if the stream is gone). Loop thread only.
     public func respond(streamID: Int32, status: Int, headers: HeaderList = HeaderList(), body: [UInt8] = []) {
-        guard let session, let s = streams[streamID], !s.responded else { return }
-        s.responded = true
-        var pseudo = HeaderList()
-        pseudo.append(":status", String(status))
-        if !body.isEmpty { s.response = body }
-        let rc: Int32 = headers.withNV(prefix: pseudo) { nva in
-            if body.isEmpty {
-                return nghttp2_submit_response(session, streamID, nva.baseAddress, nva.count, nil)
-            }
-            var provider = nghttp2_data_provider()
-            provider.read_callback = serverReadBody
-            return nghttp2_submit_response(session, streamID, nva.baseAddress, nva.count, &provider)
+        guard let session, unanswered.remove(streamID) != nil else { return }
+        do {
+            try session.submitResponse(streamID: streamID, status: status, headers: headers, body: body)
+        } catch {
+            // The stream is half-closed or nghttp2 refused the fields: reset rather than hang.
+            try? session.submitReset(streamID: streamID, errorCode: HTTP2ErrorCode.internalError)
         }
-        if rc != 0 { nghttp2_submit_rst_stream(session, 0, streamID, NGHTTP2_INTERNAL_ERROR.rawValue) }
         scheduleFlush()
     }
 
     /// Refuses a stream without processing it (RST_STREAM REFUSED_STREAM).
     public func refuse(streamID: Int32) {
-        guard let session, let s = streams[streamID], !s.responded else { return }
-        s.responded = true
-        nghttp2_submit_rst_stream(session, 0, streamID, NGHTTP2_REFUSED_STREAM.rawValue)
+        guard let session, unanswered.remove(streamID) != nil else { return }
+        reset(session, streamID, HTTP2ErrorCode.refusedStream)
         scheduleFlush()
     }
 
     /// Advertises a new SETTINGS_MAX_CONCURRENT_STREAMS (APNs lowers it, even to 1).
     public func updateMaxConcurrentStreams(_ n: UInt32) {
         guard let session else { return }
-        var iv = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: n)]
-        nghttp2_submit_settings(session, 0, &iv, 1)
+        do {
+            try session.submitSettings([.maxConcurrentStreams(n)])
+        } catch {
+            fail(error)
+            return
+        }
         scheduleFlush()
     }
 
@@ -137,12 +125,15 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         guard let session, goAwayLastStreamID == nil else { return }
         let last = lastStreamID ?? lastProcessedStreamID
         goAwayLastStreamID = last
-        _ = debugData.withUnsafeBufferPointer { p in
-            nghttp2_submit_goaway(session, 0, last, errorCode, p.baseAddress, p.count)
+        do {
+            try session.submitGoAway(lastStreamID: last, errorCode: errorCode, debugData: debugData)
+        } catch {
+            fail(error)
+            return
         }
-        for (id, s) in streams where id > last && !s.responded {
-            s.responded = true
-            nghttp2_submit_rst_stream(session, 0, id, NGHTTP2_REFUSED_STREAM.rawValue)
+        for id in unanswered.sorted() where id > last {
+            unanswered.remove(id)
+            reset(session, id, HTTP2ErrorCode.refusedStream)
         }
         scheduleFlush()
     }
@@ -157,6 +148,15 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         transport.pauseReading(for: seconds)
     }
 
+    private func reset(_ session: HTTP2Session, _ id: Int32, _ code: UInt32) {
+        // Fails only for a stream nghttp2 already closed: nothing left to reset.
+        try? session.submitReset(streamID: id, errorCode: code)
+    }
+
+    private func fail(_ error: HTTP2Error) {
+        transport.close(error: .http2(error))
+    }
+
     private var flushScheduled = false
     /// Coalesces responses written in one loop turn into one TLS write.
     func scheduleFlush() {
@@ -169,77 +169,74 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         }
     }
 
-    func requestComplete(_ streamID: Int32) {
-        guard let s = streams[streamID] else { return }
-        if let last = goAwayLastStreamID, streamID > last {
-            refuse(streamID: streamID)
-            return
-        }
-        if streamID > lastProcessedStreamID { lastProcessedStreamID = streamID }
-        events.append(s.request)
-    }
-
     private func deliver() {
-        guard !delivering else { return }
+        guard !delivering, !events.isEmpty else { return }
         delivering = true
         defer { delivering = false }
+        var batch: [HTTP2Event] = []
+        swap(&batch, &spareEvents)
         while !events.isEmpty {
-            let batch = events
-            events.removeAll(keepingCapacity: true)
-            for r in batch {
-                // A GOAWAY decided while handling an earlier request of this batch covers
-                // the later ones too: they are refused, never processed.
-                if let last = goAwayLastStreamID, r.streamID > last {
-                    refuse(streamID: r.streamID)
-                    continue
-                }
-                delegate?.http2Server(self, received: r)
+            swap(&batch, &events)
+            for e in batch { handle(e) }
+            batch.removeAll(keepingCapacity: true)
+        }
+        swap(&batch, &spareEvents)
+    }
+
+    private func handle(_ e: HTTP2Event) {
+        switch e {
+        case .request(let r):
+            guard !closed else { return }
+            unanswered.insert(r.streamID)
+            // A GOAWAY decided while handling an earlier request (of this read or before)
+            // covers the later ones too: they are refused, never processed.
+            if let last = goAwayLastStreamID, r.streamID > last {
+                refuse(streamID: r.streamID)
+                return
             }
+            if r.streamID > lastProcessedStreamID { lastProcessedStreamID = r.streamID }
+            delegate?.http2Server(self, received: r)
+        case .streamClosed(let id, _, _):
+            unanswered.remove(id)
+        case .response, .settings, .goAway, .pingAcknowledged:
+            break
         }
     }
 }
 
 extension HTTP2ServerConnection: TLSTransportDelegate {
     func transportReady(_ t: TLSTransport) {
-        var cbs: OpaquePointer?
-        nghttp2_session_callbacks_new(&cbs)
-        defer { nghttp2_session_callbacks_del(cbs) }
-        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, serverOnBeginHeaders)
-        nghttp2_session_callbacks_set_on_header_callback(cbs, serverOnHeader)
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, serverOnData)
-        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, serverOnFrame)
-        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, serverOnStreamClose)
-        var s: OpaquePointer?
-        guard nghttp2_session_server_new(&s, cbs, Unmanaged.passUnretained(self).toOpaque()) == 0, let s else {
-            t.close(error: .http2("session_server_new failed"))
-            return
+        do {
+            session = try HTTP2Session(
+                role: .server,
+                settings: [.maxConcurrentStreams(config.maxConcurrentStreams), .initialWindowSize(UInt32(config.windowSize))],
+                connectionWindow: config.windowSize, maxBodyBytes: config.maxRequestBody)
+        } catch {
+            t.close(error: .http2(error))
         }
-        session = s
-        var iv = [
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: config.maxConcurrentStreams),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(config.windowSize)),
-        ]
-        nghttp2_submit_settings(s, 0, &iv, iv.count)
-        nghttp2_session_set_local_window_size(s, 0, 0, config.windowSize)
     }
 
     func transportReceived(_ t: TLSTransport, _ bytes: UnsafeRawBufferPointer) -> NetError? {
-        guard let session else { return .http2("no session") }
-        let rc = nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
-        if rc < 0 { return .http2(String(cString: nghttp2_strerror(Int32(rc)))) }
+        guard let session else { return .closed("no HTTP/2 session") }
+        do {
+            try session.receive(bytes, into: &events)
+        } catch {
+            return .http2(error)
+        }
         deliver()
         return nil
     }
 
     func transportProduce(_ t: TLSTransport, into out: inout ByteBuffer) -> NetError? {
         guard let session else { return nil }
-        var p: UnsafePointer<UInt8>?
-        let n = nghttp2_session_mem_send(session, &p)
-        if n < 0 { return .http2(String(cString: nghttp2_strerror(Int32(n)))) }
-        if n > 0, let p { out.append(UnsafeRawBufferPointer(start: p, count: n)) }
-        if n == 0 && nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+        let n: Int
+        do {
+            n = try session.produce(into: &out, events: &events)
+        } catch {
+            return .http2(error)
+        }
+        deliver()
+        if n == 0 && self.session?.isFinished == true {
             loop.executeUnchecked { [weak self] in self?.transport.closeAfterFlush() }
         }
         return nil
@@ -248,83 +245,9 @@ extension HTTP2ServerConnection: TLSTransportDelegate {
     func transportClosed(_ t: TLSTransport, error: NetError?) {
         guard !closed else { return }
         closed = true
-        streams.removeAll()
-        if let session {
-            nghttp2_session_del(session)
-            self.session = nil
-        }
+        unanswered.removeAll()
+        events.removeAll()
+        session = nil
         delegate?.http2ServerClosed(self, error: error)
     }
-}
-
-// MARK: - nghttp2 callbacks
-
-@inline(__always)
-private func server(_ ud: UnsafeMutableRawPointer?) -> HTTP2ServerConnection {
-    Unmanaged<HTTP2ServerConnection>.fromOpaque(ud!).takeUnretainedValue()
-}
-
-private let serverOnBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, ud in
-    guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
-        frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
-    else { return 0 }
-    let id = frame.pointee.hd.stream_id
-    server(ud).streams[id] = HTTP2ServerConnection.ServerStream(id: id)
-    return 0
-}
-
-private let serverOnHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
-    guard let frame, let name, let value, let s = server(ud).streams[frame.pointee.hd.stream_id] else { return 0 }
-    let v = String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)
-    if namelen > 0 && name[0] == UInt8(ascii: ":") {
-        let n = UnsafeBufferPointer(start: name, count: namelen)
-        if n.elementsEqual(":path".utf8) {
-            s.request.path = v
-        } else if n.elementsEqual(":method".utf8) {
-            s.request.method = v
-        } else if n.elementsEqual(":scheme".utf8) {
-            s.request.scheme = v
-        } else if n.elementsEqual(":authority".utf8) {
-            s.request.authority = v
-        }
-    } else if s.request.headers.count < 64 {
-        s.request.headers.append((String(decoding: UnsafeBufferPointer(start: name, count: namelen), as: UTF8.self), v))
-    }
-    return 0
-}
-
-private let serverOnData: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, len, ud in
-    let c = server(ud)
-    guard let s = c.streams[streamID], let data else { return 0 }
-    s.request.bodySize += len
-    let room = c.config.maxRequestBody - s.request.body.count
-    if room > 0 { s.request.body.append(contentsOf: UnsafeBufferPointer(start: data, count: min(room, len))) }
-    return 0
-}
-
-private let serverOnFrame: nghttp2_on_frame_recv_callback = { _, frame, ud in
-    guard let frame else { return 0 }
-    let type = UInt32(frame.pointee.hd.type)
-    let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-    if endStream && (type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue) {
-        server(ud).requestComplete(frame.pointee.hd.stream_id)
-    }
-    return 0
-}
-
-private let serverOnStreamClose: nghttp2_on_stream_close_callback = { _, streamID, _, ud in
-    server(ud).streams[streamID] = nil
-    return 0
-}
-
-private let serverReadBody: nghttp2_data_source_read_callback = { _, streamID, buf, length, flags, _, ud in
-    guard let s = server(ud).streams[streamID], let buf, let flags else {
-        flags?.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
-        return 0
-    }
-    let n = min(length, s.response.count - s.offset)
-    s.response.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress! + s.offset, count: n) }
-    s.offset += n
-    if s.offset == s.response.count { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
-    return n
 }

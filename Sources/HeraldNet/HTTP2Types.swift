@@ -57,3 +57,52 @@ public enum HTTP2StreamFailure: Error, Sendable, Equatable {
     /// True when the peer certainly did not process the request.
     public var unprocessed: Bool { self == .refused }
 }
+
+/// A field whose value is a fresh lower-case version-4 UUID (8-4-4-4-12), e.g. an
+/// `apns-id` (reference §3.1). The connection writes it into a buffer of its own, so a
+/// request carries two integers instead of an allocated string.
+public struct HTTP2UUIDField: Sendable {
+    public let name: StaticString
+    /// The random bits; the version and variant bits are set when written.
+    public let high: UInt64
+    public let low: UInt64
+
+    public init(name: StaticString, high: UInt64, low: UInt64) {
+        self.name = name
+        self.high = high
+        self.low = low
+    }
+
+    /// Writes the UUID text (36 bytes) at `o`.
+    func write(to o: UnsafeMutablePointer<UInt8>) {
+        let a = (high & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000
+        let b = (low & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000
+        @inline(__always) func put(_ v: UInt64, _ nibbles: Int, at start: Int) {
+            var x = v
+            var i = start + nibbles - 1
+            while i >= start {
+                let d = UInt8(truncatingIfNeeded: x & 0xf)
+                o[i] = d < 10 ? d &+ 48 : d &+ 87
+                x >>= 4
+                i -= 1
+            }
+        }
+        put(a >> 32, 8, at: 0)
+        o[8] = 45
+        put((a >> 16) & 0xffff, 4, at: 9)
+        o[13] = 45
+        put(a & 0xffff, 4, at: 14)
+        o[18] = 45
+        put(b >> 48, 4, at: 19)
+        o[23] = 45
+        put(b & 0xffff_ffff_ffff, 12, at: 24)
+    }
+
+    /// The UUID as text (tests, logs).
+    public var text: String {
+        let p = UnsafeMutablePointer<UInt8>.allocate(capacity: 36)
+        defer { p.deallocate() }
+        write(to: p)
+        return String(decoding: UnsafeBufferPointer(start: p, count: 36), as: UTF8.self)
+    }
+}

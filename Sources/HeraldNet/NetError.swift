@@ -13,10 +13,10 @@ public enum NetError: Error, Sendable, CustomStringConvertible, Equatable {
     case connect(host: String, port: Int, message: String)
     /// A deadline passed (connect, handshake, read).
     case timeout(String)
-    /// TLS failed (handshake, verification, ALPN, record layer).
-    case tls(String)
-    /// The peer violated HTTP/2 or nghttp2 reported an error.
-    case http2(String)
+    /// TLS failed (handshake, verification, ALPN, record layer), OpenSSL's error kept.
+    case tls(TLSFailure)
+    /// The peer violated HTTP/2 or nghttp2 reported an error (its code and call).
+    case http2(HTTP2Error)
     /// The peer closed the connection.
     case closed(String)
 

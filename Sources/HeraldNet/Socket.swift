@@ -50,19 +50,9 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
-/// Socket helpers. Every call goes through `sys` so EINTR is retried and failures throw
+/// Socket helpers. Every call goes through `Sys` so EINTR is retried and failures throw
 /// `NetError.system` with the call's name (style: one way to touch the system).
 public enum Socket {
-    @inline(__always)
-    static func sys(_ name: String, _ body: () -> Int32) throws -> Int32 {
-        while true {
-            let r = body()
-            if r >= 0 { return r }
-            if errno == EINTR { continue }
-            throw NetError.system(name, errno)
-        }
-    }
-
     /// Resolves `host` (a fresh lookup every time, as Apple asks for each new connection).
     /// Blocking: call off the event loop.
     public static func resolve(_ host: String, port: Int) throws -> [SocketAddress] {
@@ -86,28 +76,31 @@ public enum Socket {
         return out
     }
 
-    public static func setNonBlocking(_ fd: Int32) throws {
-        let flags = fcntl(fd, F_GETFL)
-        _ = try sys("fcntl") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+    public static func setNonBlocking(_ fd: Int32) throws(NetError) {
+        let flags = try Sys.call("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
+        try Sys.call("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
     }
 
+    /// Best effort: a socket without TCP_NODELAY still works, only slower to answer.
     public static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        _ = try? Sys.call("setsockopt(TCP_NODELAY)") {
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
     }
 
     /// Starts a non-blocking connect. Returns the socket; completion is signalled by
     /// writability (then check `pendingError`).
     public static func startConnect(_ addr: SocketAddress) throws -> Int32 {
-        let fd = try sys("socket") { socket(addr.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = try Sys.call("socket") { socket(addr.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         do {
             try setNonBlocking(fd)
             setNoDelay(fd)
-            let rc = addr.withSockAddr { sa, len in connect(fd, sa, len) }
-            if rc != 0 && errno != EINPROGRESS && errno != EINTR { throw NetError.system("connect", errno) }
+            // In progress (the usual case) is nil: writability reports the end.
+            _ = try Sys.nonBlocking("connect", also: EINPROGRESS) { Int(addr.withSockAddr { sa, len in connect(fd, sa, len) }) }
             return fd
         } catch {
-            close(fd)
+            Sys.close(fd)
             throw error
         }
     }
@@ -116,7 +109,11 @@ public enum Socket {
     public static func pendingError(_ fd: Int32) -> Int32 {
         var err: Int32 = 0
         var len = socklen_t(MemoryLayout<Int32>.size)
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+        do {
+            try Sys.call("getsockopt(SO_ERROR)") { getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) }
+        } catch {
+            if case .system(_, let e) = error { return e }
+        }
         return err
     }
 
@@ -124,19 +121,27 @@ public enum Socket {
     public static func listen(host: String, port: Int, backlog: Int32 = 1024) throws -> (fd: Int32, address: SocketAddress) {
         let addrs = try resolve(host, port: port)
         guard let addr = addrs.first else { throw NetError.resolve(host: host, message: "no address") }
-        let fd = try sys("socket") { socket(addr.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = try Sys.call("socket") { socket(addr.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         do {
             var one: Int32 = 1
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            try Sys.call("setsockopt(SO_REUSEADDR)") { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) }
             if addr.family == AF_INET6 {
-                setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+                try Sys.call("setsockopt(IPV6_V6ONLY)") {
+                    setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+                }
             }
-            _ = try sys("bind(\(HostPort(host: host, port: port)))") { addr.withSockAddr { bind(fd, $0, $1) } }
-            _ = try sys("listen") { Glibc.listen(fd, backlog) }
+            do {
+                try Sys.call("bind") { addr.withSockAddr { bind(fd, $0, $1) } }
+            } catch {
+                // Name the address: "bind failed: Address in use" alone does not say which.
+                guard case .system(_, let e) = error else { throw error }
+                throw NetError.system("bind(\(HostPort(host: host, port: port)))", e)
+            }
+            try Sys.call("listen") { Glibc.listen(fd, backlog) }
             try setNonBlocking(fd)
             return (fd, try localAddress(fd))
         } catch {
-            close(fd)
+            Sys.close(fd)
             throw error
         }
     }
@@ -146,7 +151,7 @@ public enum Socket {
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = try withUnsafeMutablePointer(to: &storage) { p in
             try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                try sys("getsockname") { getsockname(fd, sa, &len) }
+                try Sys.call("getsockname") { getsockname(fd, sa, &len) }
             }
         }
         return withUnsafePointer(to: &storage) { p in
@@ -158,17 +163,25 @@ public enum Socket {
     public static func accept(_ listener: Int32) throws -> (Int32, SocketAddress?)? {
         var storage = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let fd = withUnsafeMutablePointer(to: &storage) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                Glibc.accept(listener, sa, &len)
-            }
+        // A connection the peer aborted before we took it is no error of ours: none pending.
+        let accepted = try Sys.nonBlocking("accept", also: ECONNABORTED) {
+            Int(
+                withUnsafeMutablePointer(to: &storage) { p in
+                    p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                        Glibc.accept(listener, sa, &len)
+                    }
+                })
         }
-        if fd < 0 {
-            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED { return nil }
-            throw NetError.system("accept4", errno)
+        guard let accepted else { return nil }
+        let fd = Int32(accepted)
+        do {
+            let flags = try Sys.call("fcntl(F_GETFD)") { fcntl(fd, F_GETFD) }
+            try Sys.call("fcntl(F_SETFD)") { fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+            try setNonBlocking(fd)
+        } catch {
+            Sys.close(fd)
+            throw error
         }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        try setNonBlocking(fd)
         setNoDelay(fd)
         let addr = withUnsafePointer(to: &storage) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0, len) }

@@ -23,16 +23,16 @@ public final class TLSContext: @unchecked Sendable {
     /// A client context that verifies the server: against `caFile` (PEM) when given (the
     /// simulator's certificate), else the system trust store. Throws `NetError.tls`.
     public static func client(caFile: String? = nil) throws -> TLSContext {
-        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw NetError.tls(OpenSSLError.drain("SSL_CTX_new").description) }
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw NetError.tls(.openSSL(OpenSSLError.drain("SSL_CTX_new"))) }
         let c = TLSContext(ctx: ctx, isServer: false)
         try c.common()
         if let caFile {
             guard SSL_CTX_load_verify_locations(ctx, caFile, nil) == 1 else {
-                throw NetError.tls("cannot load CA file \(caFile): " + OpenSSLError.drain("load_verify_locations").description)
+                throw NetError.tls(.file(path: caFile, OpenSSLError.drain("SSL_CTX_load_verify_locations")))
             }
         } else {
             guard SSL_CTX_set_default_verify_paths(ctx) == 1 else {
-                throw NetError.tls(OpenSSLError.drain("set_default_verify_paths").description)
+                throw NetError.tls(.openSSL(OpenSSLError.drain("SSL_CTX_set_default_verify_paths")))
             }
         }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
@@ -40,25 +40,25 @@ public final class TLSContext: @unchecked Sendable {
         let protos: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
         // Note: returns 0 on success, unlike most OpenSSL calls (interop notes §9).
         guard SSL_CTX_set_alpn_protos(ctx, protos, UInt32(protos.count)) == 0 else {
-            throw NetError.tls(OpenSSLError.drain("set_alpn_protos").description)
+            throw NetError.tls(.openSSL(OpenSSLError.drain("SSL_CTX_set_alpn_protos")))
         }
         return c
     }
 
     /// A server context from PEM files. Throws `NetError.tls` naming the file at fault.
     public static func server(certificateChainFile: String, privateKeyFile: String) throws -> TLSContext {
-        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw NetError.tls(OpenSSLError.drain("SSL_CTX_new").description) }
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw NetError.tls(.openSSL(OpenSSLError.drain("SSL_CTX_new"))) }
         let c = TLSContext(ctx: ctx, isServer: true)
         try c.common()
         guard SSL_CTX_use_certificate_chain_file(ctx, certificateChainFile) == 1 else {
-            throw NetError.tls("cannot load certificate \(certificateChainFile): " + OpenSSLError.drain("use_certificate").description)
+            throw NetError.tls(.file(path: certificateChainFile, OpenSSLError.drain("SSL_CTX_use_certificate_chain_file")))
         }
         // The key file's contents are never logged, only its path.
         guard SSL_CTX_use_PrivateKey_file(ctx, privateKeyFile, SSL_FILETYPE_PEM) == 1 else {
-            throw NetError.tls("cannot load private key \(privateKeyFile): " + OpenSSLError.drain("use_PrivateKey").description)
+            throw NetError.tls(.file(path: privateKeyFile, OpenSSLError.drain("SSL_CTX_use_PrivateKey_file")))
         }
         guard SSL_CTX_check_private_key(ctx) == 1 else {
-            throw NetError.tls("the private key does not match the certificate")
+            throw NetError.tls(.keyMismatch)
         }
         SSL_CTX_set_alpn_select_cb(ctx, alpnSelectH2, nil)
         return c
@@ -66,7 +66,7 @@ public final class TLSContext: @unchecked Sendable {
 
     private func common() throws {
         guard herald_SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1 else {
-            throw NetError.tls(OpenSSLError.drain("set_min_proto_version").description)
+            throw NetError.tls(.openSSL(OpenSSLError.drain("SSL_CTX_set_min_proto_version")))
         }
         _ = herald_SSL_CTX_set_mode(ctx, herald_SSL_MODE_partial_moving())
         // HTTP/2 forbids TLS compression and renegotiation (RFC 9113 §9.2).

@@ -13,7 +13,7 @@ final class TLSStream {
         case wantRead
         case wantWrite
         case eof
-        case failed(String)
+        case failed(TLSFailure)
     }
 
     let fd: Int32
@@ -23,7 +23,7 @@ final class TLSStream {
     /// Wraps `fd` (already connected or accepted). `serverName` is verified against the
     /// certificate (DNS name or IP address) and sent as SNI when it is a name.
     init(fd: Int32, context: TLSContext, serverName: String?) throws {
-        guard let ssl = SSL_new(context.ctx) else { throw NetError.tls(OpenSSLError.drain("SSL_new").description) }
+        guard let ssl = SSL_new(context.ctx) else { throw NetError.tls(.openSSL(OpenSSLError.drain("SSL_new"))) }
         self.ssl = ssl
         self.fd = fd
         SSL_set_fd(ssl, fd)
@@ -44,7 +44,7 @@ final class TLSStream {
 
     deinit {
         SSL_free(ssl)
-        if !closed { Glibc.close(fd) }
+        if !closed { Sys.close(fd) }
     }
 
     static func isIPAddress(_ s: String) -> Bool {
@@ -62,14 +62,14 @@ final class TLSStream {
         case SSL_ERROR_ZERO_RETURN: return .eof
         case SSL_ERROR_SYSCALL:
             let e = errno
-            let q = OpenSSLError.drain(op).description
+            let q = OpenSSLError.drain(op)
             if rc == 0 || e == 0 || e == ECONNRESET || e == EPIPE { return .eof }
-            return .failed("\(q) (\(String(cString: strerror(e))))")
+            return .failed(.system(errno: e, q))
         default:
-            var msg = OpenSSLError.drain(op).description
+            let q = OpenSSLError.drain(op)
             let v = SSL_get_verify_result(ssl)
-            if v != X509_V_OK { msg += " (certificate: \(String(cString: X509_verify_cert_error_string(v))))" }
-            return .failed(msg)
+            if v != X509_V_OK { return .failed(.certificate(code: Int(v), reason: String(cString: X509_verify_cert_error_string(v)), q)) }
+            return .failed(.openSSL(q))
         }
     }
 
@@ -77,7 +77,7 @@ final class TLSStream {
         OpenSSLError.clearQueue()
         let rc = SSL_do_handshake(ssl)
         if rc == 1 { return .done(0) }
-        return status(rc, "handshake")
+        return status(rc, "SSL_do_handshake")
     }
 
     /// The protocol ALPN selected, if any.
@@ -106,6 +106,6 @@ final class TLSStream {
         if sendCloseNotify { _ = SSL_shutdown(ssl) }
         OpenSSLError.clearQueue()
         closed = true
-        Glibc.close(fd)
+        Sys.close(fd)
     }
 }

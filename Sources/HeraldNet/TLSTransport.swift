@@ -55,7 +55,7 @@ final class TLSTransport: FDHandler {
 
     /// Registers with the loop and starts the handshake, failing after `handshakeTimeout`.
     func start(handshakeTimeout: Double) throws {
-        try loop.register(fd: stream.fd, events: EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue, handler: self)
+        try loop.register(fd: stream.fd, interest: [.readable, .writable, .readHangup], handler: self)
         watchingWrite = true
         handshakeTimer = loop.schedule(after: handshakeTimeout) { [weak self] in
             self?.close(error: .timeout("TLS handshake"))
@@ -63,7 +63,7 @@ final class TLSTransport: FDHandler {
         stepHandshake()
     }
 
-    func handleEvents(_ events: UInt32) {
+    func handleEvents(_ events: IOEvents) {
         guard !closed else { return }
         if lingering {
             discardInput()
@@ -73,7 +73,7 @@ final class TLSTransport: FDHandler {
             stepHandshake()
             return
         }
-        if readPausedUntil == nil && events & (EPOLLIN.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue | EPOLLRDHUP.rawValue) != 0 {
+        if readPausedUntil == nil && !events.isDisjoint(with: [.readable, .error, .hangup, .readHangup]) {
             readAvailable()
         }
         if !closed { flush() }
@@ -86,8 +86,9 @@ final class TLSTransport: FDHandler {
     }
 
     private func updateInterest() {
-        let read = readPausedUntil == nil ? EPOLLIN.rawValue | EPOLLRDHUP.rawValue : 0
-        loop.modify(fd: stream.fd, events: read | (watchingWrite ? EPOLLOUT.rawValue : 0))
+        var interest: IOEvents = readPausedUntil == nil ? [.readable, .readHangup] : []
+        if watchingWrite { interest.insert(.writable) }
+        loop.modify(fd: stream.fd, interest: interest)
     }
 
     /// Stops reading for `seconds` (a slow peer, for fault injection): the peer's writes
@@ -110,7 +111,7 @@ final class TLSTransport: FDHandler {
             handshakeTimer?.cancel()
             handshakeTimer = nil
             if requireH2 && stream.alpn != "h2" {
-                close(error: .tls("the peer did not select ALPN h2 (got \(stream.alpn ?? "none"))"))
+                close(error: .tls(.alpn(selected: stream.alpn)))
                 return
             }
             ready = true
@@ -209,17 +210,22 @@ final class TLSTransport: FDHandler {
         OpenSSLError.clearQueue()
         _ = SSL_shutdown(stream.ssl)
         OpenSSLError.clearQueue()
-        Glibc.shutdown(stream.fd, Int32(SHUT_WR))
+        // Fails only if the peer is already gone: the lingering read then sees EOF.
+        _ = try? Sys.call("shutdown(SHUT_WR)") { Glibc.shutdown(stream.fd, Int32(SHUT_WR)) }
         lingerTimer = loop.schedule(after: Self.lingerSeconds) { [weak self] in self?.close(error: nil) }
         discardInput()
     }
 
     private func discardInput() {
-        var buf = [UInt8](repeating: 0, count: 16384)
         while true {
-            let n = buf.withUnsafeMutableBytes { Glibc.read(stream.fd, $0.baseAddress, $0.count) }
+            let n: Int?
+            do {
+                n = try Sys.nonBlocking("read") { Glibc.read(stream.fd, readBuffer.baseAddress, readBuffer.count) }
+            } catch {
+                n = 0
+            }
+            guard let n else { return }
             if n > 0 { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
             close(error: nil)
             return
         }

@@ -3,43 +3,43 @@ import HeraldAPNS
 import HeraldCore
 import HeraldNet
 
+/// The connection side of the pool: opens what the machine asks for and turns each
+/// delegate callback into a machine event.
 extension APNSClientPool: HTTP2ClientDelegate {
-    func open(_ s: Slot) {
-        s.reconnectTimer = nil
-        s.confirmed = false
-        s.bearer = nil
+    func open(slot: Int, id: PoolConnectionID) {
         let c = HTTP2ClientConnection(
             loop: loop, target: config.target, tls: tls, serverName: config.serverName, config: config.http2)
         c.delegate = self
-        s.connection = c
+        let link = Link(id: id, connection: c)
+        links[id] = link
+        linkOf[ObjectIdentifier(c)] = link
         metrics.connects.inc()
         c.connect()
     }
 
-    func slot(of c: HTTP2ClientConnection) -> Slot? { slots.first { $0.connection === c } }
-
     public func http2Ready(_ c: HTTP2ClientConnection) {
-        guard let s = slot(of: c) else { return }
+        guard let link = linkOf[ObjectIdentifier(c)] else { return }
         metrics.connections.add(1)
-        s.failures = 0
-        logger.info("apns.connected", ["pool": .string(config.name), "slot": .int(Int64(s.index)), "target": .string(config.target.description)])
+        machine.connected(link.id, peerMaxConcurrentStreams: c.peerMaxConcurrentStreams)
+        let slot = machine.connection(link.id)?.slot ?? -1
+        logger.info("apns.connected", ["pool": .string(config.name), "slot": .int(Int64(slot)), "target": .string(config.target.description)])
         dispatch()
     }
 
     public func http2(_ c: HTTP2ClientConnection, completed context: AnyObject, result: Result<HTTP2Response, HTTP2StreamFailure>) {
-        let r = context as! APNSRequest
-        inFlight -= 1
-        metrics.inFlight.add(-1)
-        let s = slot(of: c)
-        s?.inFlight -= 1
+        let r = unsafeDowncast(context, to: APNSRequest.self)
+        let id = linkOf[ObjectIdentifier(c)]?.id
         metrics.latency.observe(Double(Monotonic.nanos() &- r.sentAt) / 1e9)
         switch result {
         case .success(let resp):
             let outcome = PushOutcome.classify(
                 status: resp.status, body: resp.body, apnsID: resp.header("apns-id") ?? resp.header("apns-request-id"),
                 uniqueID: resp.header("apns-unique-id"), retryAfter: resp.header("retry-after"))
-            handle(r, outcome, resp, slot: s, connection: c)
+            // Any answer but a 403 shows the connection's JWT was accepted (§1.3).
+            if let id { machine.streamEnded(id, confirmed: resp.status != 403) }
+            handle(r, outcome, resp, connection: id)
         case .failure(.refused):
+            if let id { machine.streamEnded(id, confirmed: false) }
             // Not processed by the peer (GOAWAY / REFUSED_STREAM): resend, uncounted.
             r.attempts -= 1
             r.refusals += 1
@@ -50,6 +50,7 @@ extension APNSClientPool: HTTP2ClientDelegate {
                 queue.prepend(r)
             }
         case .failure(let f):
+            if let id { machine.streamEnded(id, confirmed: false) }
             let reason: String
             switch f {
             case .timedOut: reason = "stream timed out"
@@ -63,54 +64,43 @@ extension APNSClientPool: HTTP2ClientDelegate {
         scheduleDispatch()
     }
 
-    private func handle(_ r: APNSRequest, _ outcome: PushOutcome, _ resp: HTTP2Response, slot s: Slot?, connection c: HTTP2ClientConnection) {
+    private func handle(_ r: APNSRequest, _ outcome: PushOutcome, _ resp: HTTP2Response, connection id: PoolConnectionID?) {
         switch outcome {
         case .refreshToken:
-            if !r.tokenRefreshed, let jwt, let s {
+            if !r.tokenRefreshed, let jwt, let id {
                 r.tokenRefreshed = true
                 r.attempts -= 1
-                if let g = s.bearer?.generation, jwt.expired(generation: g) {
+                // APNs refused this connection's token as too old: take the newest at once.
+                if let g = machine.tokenExpired(id), jwt.expired(generation: g) {
                     logger.warning("apns.jwt_expired", ["pool": .string(config.name)])
                 }
-                // APNs refused this connection's token as too old: take the newest at once.
-                s.bearer = nil
                 queue.prepend(r)
             } else {
                 logger.error("apns.jwt_rejected", ["pool": .string(config.name), "reason": "ExpiredProviderToken", "hint": "check the system clock (NTP)"])
                 finish(r, .outcome(.failConfig(reason: .expiredProviderToken, status: 403), resp))
             }
-        case .retry(let reason, let status, let after):
-            if status != 403 { s?.confirmed = true }
+        case .retry(let reason, _, let after):
             if reason == .tooManyProviderTokenUpdates {
                 logger.error("apns.jwt_updated_too_often", ["pool": .string(config.name)])
             }
-            if reason == .shutdown || reason == .unrelatedKeyIdInToken {
+            if reason == .shutdown || reason == .unrelatedKeyIdInToken, let id {
                 // This connection is finished; resend elsewhere.
-                retireConnection(c, why: reason.description)
+                run(machine.retire(id))
+                logger.info("apns.connection_retired", ["pool": .string(config.name), "reason": .string(reason.description)])
             }
             retry(r, outcome, retryAfter: after)
         case .failConfig(let reason, let status):
-            if status != 403 { s?.confirmed = true }
             logger.error("apns.config_rejected", ["pool": .string(config.name), "status": .int(Int64(status)), "reason": .string(reason.description)])
             finish(r, .outcome(outcome, resp))
         default:
-            s?.confirmed = true
             finish(r, .outcome(outcome, resp))
         }
     }
 
-    /// Stops sending on `c`; a fresh connection takes its slot. `c` finishes its streams.
-    func retireConnection(_ c: HTTP2ClientConnection, why: String) {
-        guard let s = slot(of: c) else { return }
-        draining[ObjectIdentifier(c)] = c
-        c.close()
-        s.connection = nil
-        open(s)
-        logger.info("apns.connection_retired", ["pool": .string(config.name), "reason": .string(why)])
-    }
-
     public func http2SettingsChanged(_ c: HTTP2ClientConnection) {
         metrics.settings.inc()
+        guard let link = linkOf[ObjectIdentifier(c)] else { return }
+        machine.settingsChanged(link.id, maxConcurrentStreams: c.peerMaxConcurrentStreams)
         dispatch()
     }
 
@@ -120,25 +110,19 @@ extension APNSClientPool: HTTP2ClientDelegate {
         logger.warning(
             "apns.goaway",
             ["pool": .string(config.name), "reason": .string(reason), "last_stream_id": .int(Int64(lastStreamID)), "error_code": .int(Int64(errorCode))])
-        if let s = slot(of: c) {
-            draining[ObjectIdentifier(c)] = c
-            s.connection = nil
-            open(s)
-        }
+        guard let link = linkOf[ObjectIdentifier(c)] else { return }
+        run(machine.goAway(link.id))
     }
 
     public func http2Closed(_ c: HTTP2ClientConnection, error: NetError?) {
         if c.wasReady { metrics.connections.add(-1) }
-        if draining.removeValue(forKey: ObjectIdentifier(c)) != nil { return }
-        guard let s = slot(of: c) else { return }
-        s.connection = nil
-        s.failures += 1
-        if let error { logger.warning("apns.disconnected", ["pool": .string(config.name), "slot": .int(Int64(s.index)), "error": .string(error.description)]) }
-        let delay = config.reconnect.delay(s.failures, using: &random)
-        s.reconnectTimer = loop.schedule(after: delay) { [weak self, weak s] in
-            guard let self, let s, s.connection == nil else { return }
-            self.open(s)
+        guard let link = linkOf.removeValue(forKey: ObjectIdentifier(c)) else { return }
+        links[link.id] = nil
+        let wasSlot = machine.slotIndex(of: link.id)
+        if let error, let slot = wasSlot {
+            logger.warning("apns.disconnected", ["pool": .string(config.name), "slot": .int(Int64(slot)), "error": .string(error.description)])
         }
+        run(machine.closed(link.id))
     }
 }
 

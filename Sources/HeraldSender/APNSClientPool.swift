@@ -26,32 +26,26 @@ public final class APNSClientPool: @unchecked Sendable {
 
     // Loop-confined.
     var queue = SendQueue()
-    var slots: [Slot] = []
-    var draining: [ObjectIdentifier: HTTP2ClientConnection] = [:]
-    var rr = 0
+    /// Every decision about connections and streams (slots, the in-flight count, GOAWAY,
+    /// backoff, limits, tokens); the loop runs the actions it returns.
+    var machine: PoolStateMachine
+    /// The live connections, by the machine's id and by object (the delegate's key).
+    var links: [PoolConnectionID: Link] = [:]
+    var linkOf: [ObjectIdentifier: Link] = [:]
     var random = FastRandom()
-    var inFlight = 0
-    var waitingRetry = 0
     var finishedThisTurn = 0
     var dispatchScheduled = false
-    var idScratch = [UInt8](repeating: 0, count: 36)
     let wallClock: WallClock = SystemClock()
 
-    final class Slot {
-        let index: Int
-        var connection: HTTP2ClientConnection?
-        /// A request with a valid JWT succeeded: APNs then lifts its initial one-stream
-        /// limit (§1.3).
-        var confirmed = false
-        var inFlight = 0
-        var failures = 0
-        var reconnectTimer: LoopTimer?
-        /// The JWT this connection sends and since when (provider clock): it changes at
-        /// most once per 20 minutes per connection (reference §2.4).
-        var bearer: BearerToken?
-        var bearerSince = 0.0
+    /// One connection the loop runs for the machine, with its cached `authorization`.
+    final class Link {
+        let id: PoolConnectionID
+        let connection: HTTP2ClientConnection
         var authorizationField: (generation: Int, field: HeaderList)?
-        init(index: Int) { self.index = index }
+        init(id: PoolConnectionID, connection: HTTP2ClientConnection) {
+            self.id = id
+            self.connection = connection
+        }
     }
 
     /// Creates the pool and starts connecting. Throws if TLS can't be set up (CA file).
@@ -63,11 +57,12 @@ public final class APNSClientPool: @unchecked Sendable {
         self.tls = try TLSContext.client(caFile: config.caFile)
         self.loop = try EventLoop(name: "apns-\(config.name)")
         self.metrics = PoolMetrics(registry: metrics, pool: config.name)
+        machine = PoolStateMachine(
+            connections: config.connections, maxStreamsPerConnection: config.maxStreamsPerConnection, reconnect: config.reconnect)
         let box = UncheckedBox(self)
         loop.execute {
             let me = box.value
-            me.slots = (0..<config.connections).map { Slot(index: $0) }
-            for s in me.slots { me.open(s) }
+            me.run(me.machine.start())
         }
         registerGauges(metrics)
     }
@@ -178,18 +173,12 @@ public final class APNSClientPool: @unchecked Sendable {
     private func releaseCapacity() {
         let n = finishedThisTurn
         finishedThisTurn = 0
+        metrics.inFlight.set(Double(machine.inFlight))
         guard n > 0 else { return }
         capacity.lock()
         pendingCount -= n
         capacity.broadcast()
         capacity.unlock()
-    }
-
-    /// Free stream slots on `s` right now.
-    func room(_ s: Slot) -> Int {
-        guard let c = s.connection, c.state == .ready else { return 0 }
-        let limit = s.confirmed ? min(config.maxStreamsPerConnection, c.peerMaxConcurrentStreams) : 1
-        return limit - c.activeStreams
     }
 
     /// Runs `dispatch` once at the end of this loop turn: one read brings in hundreds of
@@ -204,10 +193,9 @@ public final class APNSClientPool: @unchecked Sendable {
         }
     }
 
-    /// Sends queued requests while connections have room, spreading them round robin.
+    /// Sends queued requests where the machine finds room.
     func dispatch() {
         guard !queue.isEmpty else { return }
-        var touched: [Slot] = []
         let bearer: BearerToken?
         do {
             bearer = try jwt?.current()
@@ -216,106 +204,82 @@ public final class APNSClientPool: @unchecked Sendable {
             while let r = queue.popFirst() { finish(r, .outcome(.failConfig(reason: .invalidProviderToken, status: 0), nil)) }
             return
         }
-        // Rounds over the connections, each filled to its free room, until the queue is
-        // empty or no connection can take more.
-        var blocked: Set<ObjectIdentifier>?
-        var progress = true
         let now = Monotonic.nanos()
         let nowMillis = wallClock.nowMillis()
+        let tokenNow = jwt?.clock.now() ?? 0
+        var touched: [Link] = []
+        // A cancelled request takes no room: ask again while requests remain and some went.
+        var progress = true
         while progress && !queue.isEmpty {
             progress = false
-            for k in 0..<slots.count {
-                let s = slots[(rr + k) % slots.count]
-                guard let c = s.connection, blocked?.contains(ObjectIdentifier(s)) != true else { continue }
-                var n = room(s)
-                guard n > 0 else { continue }
+            for case .submit(let id, let count) in machine.dispatch(queued: queue.count) {
+                guard let link = links[id] else { continue }
+                let c = link.connection
+                let auth = bearer.map { authorization(machine.bearer(for: id, latest: $0, now: tokenNow), on: link) }
+                var n = count
                 while n > 0, let r = queue.popFirst() {
                     if r.template.isCancelled {
                         finish(r, .cancelled)
                         continue
                     }
-                    let auth = bearer.map { authorization(adopt($0, on: s), on: s) }
                     let req = HTTP2Request(
                         method: r.template.method, path: r.path, headers: r.template.headers, requestHeaders: r.headers,
                         body: r.template.body, keepResponseHeaders: r.template.keepResponseHeaders)
-                    let id: Int32?
-                    if r.template.generatesAPNSID {
-                        Self.formatUUID(&idScratch, random.next(), random.next())
-                        id = idScratch.withUnsafeBufferPointer { c.submit(req, extra: auth, idField: ("apns-id", $0), now: now, context: r) }
-                    } else {
-                        id = c.submit(req, extra: auth, now: now, context: r)
-                    }
-                    guard id != nil else {
+                    let uuid = r.template.generatesAPNSID ? HTTP2UUIDField(name: "apns-id", high: random.next(), low: random.next()) : nil
+                    let sid = c.submit(req, extra: auth, uuidField: uuid, now: now, context: r)
+                    guard sid != nil else {
+                        // The connection took no more (going away, out of ids): the machine
+                        // hears why from its delegate events; this request waits.
                         queue.prepend(r)
-                        blocked = (blocked ?? []).union([ObjectIdentifier(s)])
                         break
                     }
                     r.attempts += 1
                     r.sentAt = now
                     r.sentAtMillis = nowMillis
-                    s.inFlight += 1
-                    inFlight += 1
-                    metrics.inFlight.add(1)
+                    machine.streamOpened(id)
                     n -= 1
                     progress = true
                 }
-                if !touched.contains(where: { $0 === s }) { touched.append(s) }
+                if !touched.contains(where: { $0 === link }) { touched.append(link) }
                 if queue.isEmpty { break }
             }
-            rr = (rr + 1) % max(1, slots.count)
         }
-        for s in touched { s.connection?.flush() }
+        for l in touched { l.connection.flush() }
+        metrics.inFlight.set(Double(machine.inFlight))
     }
 
-    /// Apple refuses a token change on a connection within 20 minutes of the last one
-    /// (429 TooManyProviderTokenUpdates): a connection keeps its token until then.
-    static let minTokenSwitch = 20.0 * 60
-
-    /// Writes a lower-case version-4 UUID (8-4-4-4-12) into `out` (36 bytes).
-    static func formatUUID(_ out: inout [UInt8], _ high: UInt64, _ low: UInt64) {
-        let a = (high & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000
-        let b = (low & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000
-        out.withUnsafeMutableBufferPointer { p in
-            let o = p.baseAddress!
-            @inline(__always) func put(_ v: UInt64, _ nibbles: Int, at start: Int) {
-                var x = v
-                var i = start + nibbles - 1
-                while i >= start {
-                    let d = UInt8(truncatingIfNeeded: x & 0xf)
-                    o[i] = d < 10 ? d &+ 48 : d &+ 87
-                    x >>= 4
-                    i -= 1
+    /// Runs the machine's actions.
+    func run(_ actions: [PoolAction]) {
+        for a in actions {
+            switch a {
+            case .connect(let slot, let id): open(slot: slot, id: id)
+            case .submit: dispatch()
+            case .schedule(let timer, let delay):
+                loop.schedule(after: delay) { [weak self] in
+                    guard let self else { return }
+                    self.run(self.machine.timerFired(timer))
+                    self.dispatch()
                 }
+            case .close(let id): links[id]?.connection.close()
             }
-            put(a >> 32, 8, at: 0)
-            o[8] = 45
-            put((a >> 16) & 0xffff, 4, at: 9)
-            o[13] = 45
-            put(a & 0xffff, 4, at: 14)
-            o[18] = 45
-            put(b >> 48, 4, at: 19)
-            o[23] = 45
-            put(b & 0xffff_ffff_ffff, 12, at: 24)
         }
     }
 
-    /// The `authorization` field of a slot's token, built once per token.
-    func authorization(_ t: BearerToken, on s: Slot) -> HeaderList {
-        if let cached = s.authorizationField, cached.generation == t.generation { return cached.field }
+    /// Writes a lower-case version-4 UUID (8-4-4-4-12) into `out` (36 bytes): the text
+    /// the connection sends as `apns-id` for these random bits.
+    static func formatUUID(_ out: inout [UInt8], _ high: UInt64, _ low: UInt64) {
+        precondition(out.count >= 36)
+        let text = Array(HTTP2UUIDField(name: "apns-id", high: high, low: low).text.utf8)
+        out.replaceSubrange(0..<36, with: text)
+    }
+
+    /// The `authorization` field of a connection's token, built once per token.
+    func authorization(_ t: BearerToken, on link: Link) -> HeaderList {
+        if let cached = link.authorizationField, cached.generation == t.generation { return cached.field }
         var h = HeaderList()
         h.append("authorization", t.header)
-        s.authorizationField = (t.generation, h)
+        link.authorizationField = (t.generation, h)
         return h
-    }
-
-    func adopt(_ latest: BearerToken, on s: Slot) -> BearerToken {
-        let now = jwt?.clock.now() ?? 0
-        if let cur = s.bearer, cur.generation == latest.generation || now - s.bearerSince < Self.minTokenSwitch {
-            return cur
-        }
-        s.bearer = latest
-        s.bearerSince = now
-        return latest
     }
 
     /// Puts a request back for another attempt after a jittered backoff, or reports it
@@ -332,10 +296,8 @@ public final class APNSClientPool: @unchecked Sendable {
         }
         metrics.retries.inc()
         let delay = config.retry.backoff.delay(r.attempts, retryAfter: retryAfter, using: &random)
-        waitingRetry += 1
         loop.schedule(after: delay) { [weak self] in
             guard let self else { return }
-            self.waitingRetry -= 1
             if r.template.isCancelled {
                 self.finish(r, .cancelled)
             } else {
@@ -346,11 +308,7 @@ public final class APNSClientPool: @unchecked Sendable {
     }
 
     private func closeAll() {
-        for s in slots {
-            s.reconnectTimer?.cancel()
-            s.connection?.close()
-        }
-        for (_, c) in draining { c.close() }
+        run(machine.shutdown())
         while let r = queue.popFirst() { finish(r, .cancelled) }
     }
 

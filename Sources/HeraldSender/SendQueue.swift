@@ -7,6 +7,7 @@ struct SendQueue {
     private var bulk = RingBuffer<APNSRequest>(capacity: 4096)
 
     var isEmpty: Bool { express.isEmpty && bulk.isEmpty }
+    var count: Int { express.count + bulk.count }
 
     /// At the back of its lane.
     mutating func append(_ r: APNSRequest) {

@@ -14,7 +14,10 @@ import HeraldSender
 //   herald-bench ingest --api URL --token ADMIN --channel ID --file TOKENS [--batch N] [--clients N]
 //
 // pool: sends N token pushes through Herald's APNs pool (the same code `herald serve` uses) and
-// prints `pool_rate=<requests/s>` and `pool_seconds=<s>`.
+// prints `pool_rate=<requests/s>`, `pool_seconds=<s>` and `herald_cpu_us_per_push=` (this
+// process's CPU from the first submit to the last answer, per push: making the requests
+// included, as the fan-out makes them too). With `--tokens FILE` each push goes to its own
+// device path (one token per line, cycled), as the fan-out does; else all go to `--token`.
 
 func fail(_ m: String) -> Never {
     FileHandle.standardError.write(Data("herald-bench: \(m)\n".utf8))
@@ -73,30 +76,40 @@ final class Counter: APNSResultSink, @unchecked Sendable {
 let counter = Counter()
 let template = APNSTemplate(
     headers: HeaderList(APNSRequests.tokenPushFields(bundleID: "com.example.app", priority: 5, expiration: nil)),
-    body: HTTP2Body(payload), sink: counter)
+    body: HTTP2Body(payload), sink: counter, keepResponseHeaders: false, generatesAPNSID: true)
+// Distinct device paths, built before the clock starts (the fan-out reads them from SQLite).
+var paths: [String] = [APNSRequests.tokenPath(token)]
+if let file = opts["tokens"] {
+    guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { fail("cannot read \(file)") }
+    paths = text.split(separator: "\n").prefix(n).map { APNSRequests.tokenPath(String($0)) }
+    if paths.isEmpty { fail("no token in \(file)") }
+}
+
+func cpuSeconds() -> Double {
+    var ru = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &ru)
+    return Double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + Double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6
+}
 // Warm up: connections open and authenticated before the clock starts.
 let warm = Counter()
 let warmTemplate = APNSTemplate(headers: template.headers, body: template.body, sink: warm)
 pool.submit((0..<(connections * 4)).map { _ in APNSRequest(path: APNSRequests.tokenPath(token), template: warmTemplate) })
 _ = pool.waitIdle(timeout: 30)
 
-var g = FastRandom()
 let start = Monotonic.seconds()
+let cpuStart = cpuSeconds()
 var submitted = 0
 while submitted < n {
     let k = min(2048, n - submitted)
     var batch: [APNSRequest] = []
     batch.reserveCapacity(k)
-    for _ in 0..<k {
-        var h = HeaderList()
-        h.append("apns-id", Identifiers.lowercaseUUID(using: &g), noIndex: true)
-        batch.append(APNSRequest(path: APNSRequests.tokenPath(token), headers: h, template: template))
-    }
+    for j in 0..<k { batch.append(APNSRequest(path: paths[(submitted + j) % paths.count], template: template)) }
     pool.submit(batch)
     submitted += k
 }
 _ = pool.waitIdle(timeout: 600)
 let seconds = Monotonic.seconds() - start
+let cpu = cpuSeconds() - cpuStart
 counter.cond.lock()
 let delivered = counter.delivered
 counter.cond.unlock()
@@ -105,4 +118,5 @@ print("pool_requests=\(n)")
 print("pool_delivered=\(delivered)")
 print(String(format: "pool_seconds=%.3f", seconds))
 print(String(format: "pool_rate=%.0f", Double(n) / seconds))
+print(String(format: "herald_cpu_us_per_push=%.2f", cpu * 1e6 / Double(n)))
 if delivered != n { exit(1) }

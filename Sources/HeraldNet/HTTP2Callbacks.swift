@@ -1,0 +1,148 @@
+import CNghttp2
+
+/// nghttp2's callbacks for `HTTP2Session`, all in one place. Each is `@convention(c)`,
+/// recovers the session from `user_data` with `Unmanaged` (unretained: the session owns
+/// the nghttp2 handle, so it outlives every callback), never throws or blocks, and only
+/// records: state into the session's streams, events into its `sink`.
+enum HTTP2Callbacks {
+    static func install(_ cbs: OpaquePointer?, role: HTTP2Session.Role) {
+        if role == .server { nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, beginHeaders) }
+        nghttp2_session_callbacks_set_on_header_callback(cbs, role == .server ? serverHeader : clientHeader)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, dataChunk)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, frameReceived)
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, streamClosed)
+    }
+
+    @inline(__always)
+    static func session(_ ud: UnsafeMutableRawPointer?) -> HTTP2Session {
+        Unmanaged<HTTP2Session>.fromOpaque(ud!).takeUnretainedValue()
+    }
+
+    /// Server: a peer-opened stream starts.
+    static let beginHeaders: nghttp2_on_begin_headers_callback = { _, frame, ud in
+        guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
+            frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
+        else { return 0 }
+        let id = frame.pointee.hd.stream_id
+        let c = session(ud)
+        let s = c.makeStream(id)
+        c.streams[id] = s
+        // Fails only for a stream nghttp2 does not know, which it just announced.
+        guard nghttp2_session_set_stream_user_data(c.raw, id, s.opaque) == 0 else { return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+        return 0
+    }
+
+    /// Client: `:status` parsed without a String; other fields kept when asked for, or
+    /// when the answer is not a success (their reason matters).
+    static let clientHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
+        guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let name, let value,
+            let s = session(ud).stream(frame.pointee.hd.stream_id)
+        else { return 0 }
+        let n = UnsafeBufferPointer(start: name, count: namelen)
+        if namelen == 7 && n.elementsEqual(":status".utf8) {
+            var status = 0
+            for i in 0..<valuelen { status = status * 10 + Int(value[i] &- 48) }
+            s.status = status
+        } else if (s.keepHeaders || s.status >= 300 || s.status == 0) && s.headers.count < 32 {
+            s.headers.append(
+                (String(decoding: n, as: UTF8.self), String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)))
+        }
+        return 0
+    }
+
+    static let serverHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
+        guard let frame, let name, let value, let s = session(ud).stream(frame.pointee.hd.stream_id) else { return 0 }
+        let v = String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)
+        if namelen > 0 && name[0] == UInt8(ascii: ":") {
+            let n = UnsafeBufferPointer(start: name, count: namelen)
+            if n.elementsEqual(":path".utf8) {
+                s.request.path = v
+            } else if n.elementsEqual(":method".utf8) {
+                s.request.method = v
+            } else if n.elementsEqual(":scheme".utf8) {
+                s.request.scheme = v
+            } else if n.elementsEqual(":authority".utf8) {
+                s.request.authority = v
+            }
+        } else if s.request.headers.count < 64 {
+            s.request.headers.append((String(decoding: UnsafeBufferPointer(start: name, count: namelen), as: UTF8.self), v))
+        }
+        return 0
+    }
+
+    static let dataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, len, ud in
+        let c = session(ud)
+        guard let s = c.stream(streamID), let data else { return 0 }
+        let chunk = UnsafeBufferPointer(start: data, count: len)
+        if c.role == .server {
+            s.request.bodySize += len
+            let room = c.maxBodyBytes - s.request.body.count
+            if room > 0 { s.request.body.append(contentsOf: chunk.prefix(room)) }
+        } else {
+            let room = c.maxBodyBytes - s.responseBody.count
+            if room > 0 { s.responseBody.append(contentsOf: chunk.prefix(room)) }
+        }
+        return 0
+    }
+
+    static let frameReceived: nghttp2_on_frame_recv_callback = { _, frame, ud in
+        guard let frame else { return 0 }
+        let c = session(ud)
+        let hd = frame.pointee.hd
+        let ack = hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
+        switch UInt32(hd.type) {
+        case NGHTTP2_SETTINGS.rawValue where !ack:
+            c.sink.append(.settings(maxConcurrentStreams: c.peerMaxConcurrentStreams, initialWindowSize: c.peerInitialWindowSize))
+        case NGHTTP2_GOAWAY.rawValue:
+            let g = frame.pointee.goaway
+            var data: [UInt8] = []
+            if let p = g.opaque_data, g.opaque_data_len > 0 { data = Array(UnsafeBufferPointer(start: p, count: g.opaque_data_len)) }
+            c.sink.append(.goAway(lastStreamID: g.last_stream_id, errorCode: g.error_code, debugData: data))
+        case NGHTTP2_PING.rawValue where ack:
+            c.sink.append(.pingAcknowledged)
+        case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+            if c.role == .server && hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let s = c.stream(hd.stream_id) {
+                c.sink.append(.request(s.request))
+            }
+        default:
+            break
+        }
+        return 0
+    }
+
+    static let streamClosed: nghttp2_on_stream_close_callback = { _, streamID, errorCode, ud in
+        let c = session(ud)
+        guard let s = c.stream(streamID) else { return 0 }
+        if c.role == .client && s.status != 0 && errorCode == 0 {
+            c.sink.append(.response(streamID, HTTP2Response(status: s.status, headers: s.headers, body: s.responseBody), context: s.context))
+        } else {
+            c.sink.append(.streamClosed(streamID, errorCode: errorCode, context: s.context))
+        }
+        c.retire(s)
+        return 0
+    }
+
+    /// Copies the next part of a body we send; nghttp2 may offer less than the rest (flow
+    /// control), so the stream keeps an offset (interop notes §8).
+    static let readBody: nghttp2_data_source_read_callback = { _, streamID, buf, length, flags, source, ud in
+        guard let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+        // The stream rides in the source (set at submit): no lookup per DATA frame.
+        guard let p = source?.pointee.ptr, let buf else {
+            flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
+            return 0
+        }
+        let s = Unmanaged<HTTP2Session.Stream>.fromOpaque(p).takeUnretainedValue()
+        let total = s.sendCount
+        let n = min(length, total - s.offset)
+        if n > 0 {
+            if let body = s.body {
+                body.bytes.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress! + s.offset, count: n) }
+            } else {
+                s.bodyBytes.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress! + s.offset, count: n) }
+            }
+        }
+        s.offset += n
+        if s.offset == total { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+        return n
+    }
+}

@@ -1,0 +1,181 @@
+import CNghttp2
+
+/// What the session sends: requests, responses and control frames. Each returns once
+/// nghttp2 has queued (and copied) it; `produce` writes it out.
+extension HTTP2Session {
+    /// Queues a request. `authority` is the connection's `:authority`; `extra` and
+    /// `idField` are per-request fields (a JWT, a fresh `apns-id` written into a reused
+    /// buffer, valid for the call). Returns the new stream id; throws when nghttp2 refuses
+    /// (e.g. `streamIDNotAvailable`, or after GOAWAY).
+    func submitRequest(
+        _ request: HTTP2Request, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
+        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, context: AnyObject? = nil, started: UInt64 = 0
+    ) throws(HTTP2Error) -> HTTP2StreamID {
+        let s = makeStream(0)
+        s.body = request.body
+        s.keepHeaders = request.keepResponseHeaders
+        s.context = context
+        s.started = started
+        let ud = s.opaque
+        var path = request.path
+        var method = request.method
+        let empty = HeaderList()
+        let id: Int32 = path.withUTF8 { pathBytes in
+            method.withUTF8 { methodBytes in
+                request.headers.bytes.withUnsafeBufferPointer { h in
+                    request.requestHeaders.bytes.withUnsafeBufferPointer { r in
+                        (extra ?? empty).bytes.withUnsafeBufferPointer { e in
+                            nvScratch.removeAll(keepingCapacity: true)
+                            HTTP2Fields.append(&nvScratch, HTTP2Fields.method, methodBytes, noIndex: false)
+                            HTTP2Fields.append(&nvScratch, HTTP2Fields.scheme, HTTP2Fields.https, noIndex: false)
+                            HTTP2Fields.append(&nvScratch, HTTP2Fields.authority, authority, noIndex: false)
+                            // A path carries a device token: out of the HPACK table (reference §1.4).
+                            HTTP2Fields.append(&nvScratch, HTTP2Fields.path, pathBytes, noIndex: true)
+                            HTTP2Fields.append(&nvScratch, request.headers.entries, h)
+                            HTTP2Fields.append(&nvScratch, request.requestHeaders.entries, r)
+                            if let extra { HTTP2Fields.append(&nvScratch, extra.entries, e) }
+                            if let idField { HTTP2Fields.append(&nvScratch, idField.name, idField.value, noIndex: true) }
+                            return nvScratch.withUnsafeBufferPointer { nva in
+                                guard request.body != nil else {
+                                    return nghttp2_submit_request(raw, nil, nva.baseAddress, nva.count, nil, ud)
+                                }
+                                var provider = nghttp2_data_provider()
+                                provider.source.ptr = ud
+                                provider.read_callback = HTTP2Callbacks.readBody
+                                return nghttp2_submit_request(raw, nil, nva.baseAddress, nva.count, &provider, ud)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        do {
+            try check(id, "nghttp2_submit_request")
+        } catch {
+            s.id = 0
+            retire(s)
+            throw error
+        }
+        s.id = id
+        streams[id] = s
+        return id
+    }
+
+    /// Queues the response on `streamID` (a stream the peer opened). Throws when the
+    /// stream is gone or already answered.
+    func submitResponse(streamID: HTTP2StreamID, status: Int, headers: HeaderList, body: [UInt8]) throws(HTTP2Error) {
+        guard let s = streams[streamID] else {
+            throw HTTP2Error(code: NGHTTP2_ERR_INVALID_ARGUMENT.rawValue, operation: "nghttp2_submit_response")
+        }
+        s.bodyBytes = body
+        s.offset = 0
+        var digits: (UInt8, UInt8, UInt8) = (48, 48, 48)
+        let st = max(0, min(999, status))
+        digits.0 = UInt8(48 + st / 100)
+        digits.1 = UInt8(48 + st / 10 % 10)
+        digits.2 = UInt8(48 + st % 10)
+        let rc: Int32 = withUnsafeBytes(of: &digits) { d in
+            headers.bytes.withUnsafeBufferPointer { h in
+                nvScratch.removeAll(keepingCapacity: true)
+                HTTP2Fields.append(&nvScratch, HTTP2Fields.status, d.bindMemory(to: UInt8.self), noIndex: false)
+                HTTP2Fields.append(&nvScratch, headers.entries, h)
+                return nvScratch.withUnsafeBufferPointer { nva in
+                    guard !body.isEmpty else { return nghttp2_submit_response(raw, streamID, nva.baseAddress, nva.count, nil) }
+                    var provider = nghttp2_data_provider()
+                    provider.source.ptr = s.opaque
+                    provider.read_callback = HTTP2Callbacks.readBody
+                    return nghttp2_submit_response(raw, streamID, nva.baseAddress, nva.count, &provider)
+                }
+            }
+        }
+        try check(rc, "nghttp2_submit_response")
+    }
+
+    /// Queues RST_STREAM with `errorCode` (e.g. `HTTP2ErrorCode.refusedStream`).
+    func submitReset(streamID: HTTP2StreamID, errorCode: UInt32) throws(HTTP2Error) {
+        try check(
+            nghttp2_submit_rst_stream(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode), "nghttp2_submit_rst_stream")
+    }
+
+    /// Queues a SETTINGS frame with `settings`.
+    func submitSettings(_ settings: [HTTP2Setting]) throws(HTTP2Error) {
+        var iv = settings.map { s -> nghttp2_settings_entry in
+            switch s {
+            case .headerTableSize(let v): entry(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, v)
+            case .enablePush(let on): entry(NGHTTP2_SETTINGS_ENABLE_PUSH, on ? 1 : 0)
+            case .maxConcurrentStreams(let v): entry(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, v)
+            case .initialWindowSize(let v): entry(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, v)
+            case .maxFrameSize(let v): entry(NGHTTP2_SETTINGS_MAX_FRAME_SIZE, v)
+            }
+        }
+        try check(nghttp2_submit_settings(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), &iv, iv.count), "nghttp2_submit_settings")
+    }
+
+    private func entry(_ id: nghttp2_settings_id, _ value: UInt32) -> nghttp2_settings_entry {
+        nghttp2_settings_entry(settings_id: Int32(id.rawValue), value: value)
+    }
+
+    /// Queues GOAWAY: the peer must not expect streams above `lastStreamID` processed.
+    /// `debugData` is opaque (APNs puts `{"reason":…}` there, reference §1.3).
+    func submitGoAway(lastStreamID: HTTP2StreamID, errorCode: UInt32, debugData: [UInt8]) throws(HTTP2Error) {
+        let rc = debugData.withUnsafeBufferPointer { p in
+            nghttp2_submit_goaway(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode, p.baseAddress, p.count)
+        }
+        try check(rc, "nghttp2_submit_goaway")
+    }
+
+    /// Queues GOAWAY with the last stream nghttp2 processed, after which the session wants
+    /// neither read nor write once open streams end.
+    func terminate(errorCode: UInt32 = HTTP2ErrorCode.noError) throws(HTTP2Error) {
+        try check(nghttp2_session_terminate_session(raw, errorCode), "nghttp2_session_terminate_session")
+    }
+
+    /// Queues a PING (the ACK arrives as `.pingAcknowledged`).
+    func submitPing() throws(HTTP2Error) {
+        try check(nghttp2_submit_ping(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil), "nghttp2_submit_ping")
+    }
+}
+
+/// Building `nghttp2_nv` arrays from static names and byte ranges, without copying:
+/// nghttp2 copies names and values on submit, so the pointers need only live through it.
+enum HTTP2Fields {
+    static let method: StaticString = ":method"
+    static let scheme: StaticString = ":scheme"
+    static let authority: StaticString = ":authority"
+    static let path: StaticString = ":path"
+    static let status: StaticString = ":status"
+    static let https: StaticString = "https"
+    /// A valid pointer for zero-length values.
+    nonisolated(unsafe) static let empty = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
+
+    @inline(__always)
+    static func flags(_ noIndex: Bool) -> UInt8 {
+        noIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+    }
+
+    @inline(__always)
+    static func append(_ out: inout [nghttp2_nv], _ name: StaticString, _ value: UnsafeBufferPointer<UInt8>, noIndex: Bool) {
+        out.append(
+            nghttp2_nv(
+                name: UnsafeMutablePointer(mutating: name.utf8Start),
+                value: UnsafeMutablePointer(mutating: value.baseAddress ?? UnsafePointer(empty)),
+                namelen: name.utf8CodeUnitCount, valuelen: value.count, flags: flags(noIndex)))
+    }
+
+    @inline(__always)
+    static func append(_ out: inout [nghttp2_nv], _ name: StaticString, _ value: StaticString, noIndex: Bool) {
+        append(&out, name, UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), noIndex: noIndex)
+    }
+
+    @inline(__always)
+    static func append(_ out: inout [nghttp2_nv], _ entries: [HeaderList.Entry], _ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress else { return }
+        let p = UnsafeMutablePointer(mutating: base)
+        for e in entries {
+            out.append(
+                nghttp2_nv(
+                    name: p + Int(e.nameStart), value: e.valueLen == 0 ? empty : p + Int(e.valueStart), namelen: Int(e.nameLen),
+                    valuelen: Int(e.valueLen), flags: flags(e.noIndex)))
+        }
+    }
+}

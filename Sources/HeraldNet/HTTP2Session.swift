@@ -1,0 +1,215 @@
+import CNghttp2
+
+/// One HTTP/2 connection's protocol state, client or server, around an `nghttp2_session`
+/// (freed in `deinit`). It does no I/O: `receive` feeds it the peer's bytes and returns
+/// what happened as `HTTP2Event`s; `produce` drains the frames to send, coalesced into one
+/// buffer (one TLS write for many frames, interop notes §8). Every nghttp2 return code
+/// passes through `check`, which throws `HTTP2Error`.
+///
+/// Confined to one thread (the connection's loop); not reentrant: never call it from
+/// inside its own callbacks (they only record).
+final class HTTP2Session {
+    enum Role { case client, server }
+
+    let role: Role
+    /// Bodies received (request bodies on a server, response bodies on a client) are kept
+    /// up to this size; a server still counts the full size.
+    let maxBodyBytes: Int
+    let raw: OpaquePointer
+    /// Open streams, keeping each `Stream` alive; nghttp2 holds an unretained pointer to it
+    /// as the stream's user data, which is how the callbacks find it (no hashing there).
+    var streams: [HTTP2StreamID: Stream] = [:]
+    /// Ended streams kept for reuse: a stream costs no allocation once the connection is warm.
+    var spare: [Stream] = []
+    /// Where the callbacks record events: during `receive`/`produce` this holds the
+    /// caller's buffer (swapped in, so delivering costs no copy and no allocation).
+    var sink: [HTTP2Event] = []
+    /// Name/value pairs of the request or response being submitted (reused: no array per
+    /// submit; nghttp2 copies the fields before `submit` returns).
+    var nvScratch: [nghttp2_nv] = []
+
+    /// Per-stream state: the body we send and how much of it went (flow control may offer
+    /// less than the rest, interop notes §8), and the message we receive.
+    final class Stream {
+        var id: HTTP2StreamID
+        /// Client: the caller's context, handed back with the stream's end, and when it began.
+        var context: AnyObject?
+        var started: UInt64 = 0
+        var body: HTTP2Body?
+        var bodyBytes: [UInt8] = []
+        var offset = 0
+        // Client: the response.
+        var status = 0
+        var headers: [(String, String)] = []
+        var responseBody: [UInt8] = []
+        var keepHeaders = true
+        // Server: the request.
+        var request: HTTP2ServerRequest
+
+        init(id: HTTP2StreamID) {
+            self.id = id
+            request = HTTP2ServerRequest(streamID: id)
+        }
+
+        var sendCount: Int { body?.count ?? bodyBytes.count }
+
+        /// Back to a fresh state for stream `id` (a reused object).
+        func reset(id: HTTP2StreamID) {
+            self.id = id
+            context = nil
+            started = 0
+            body = nil
+            if !bodyBytes.isEmpty { bodyBytes = [] }
+            offset = 0
+            status = 0
+            if !headers.isEmpty { headers = [] }
+            if !responseBody.isEmpty { responseBody = [] }
+            keepHeaders = true
+            request = HTTP2ServerRequest(streamID: id)
+        }
+
+        var opaque: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+    }
+
+    /// A stream object for `id`: a spare one when there is one.
+    func makeStream(_ id: HTTP2StreamID) -> Stream {
+        guard let s = spare.popLast() else { return Stream(id: id) }
+        s.reset(id: id)
+        return s
+    }
+
+    /// The stream nghttp2 knows by `id` (its user data), without a dictionary lookup.
+    @inline(__always)
+    func stream(_ id: HTTP2StreamID) -> Stream? {
+        guard let p = nghttp2_session_get_stream_user_data(raw, id) else { return nil }
+        return Unmanaged<Stream>.fromOpaque(p).takeUnretainedValue()
+    }
+
+    /// A stream ended: forget it, keep the object for the next one.
+    func retire(_ s: Stream) {
+        streams[s.id] = nil
+        if spare.count < 1024 {
+            s.context = nil
+            s.body = nil
+            spare.append(s)
+        }
+    }
+
+    /// A session that first advertises `settings`, and opens its connection receive
+    /// window to `connectionWindow` when given. Throws if nghttp2 refuses any of it.
+    init(role: Role, settings: [HTTP2Setting], connectionWindow: Int32?, maxBodyBytes: Int) throws(HTTP2Error) {
+        self.role = role
+        self.maxBodyBytes = maxBodyBytes
+        var cbs: OpaquePointer?
+        try Self.check(nghttp2_session_callbacks_new(&cbs), "nghttp2_session_callbacks_new")
+        defer { nghttp2_session_callbacks_del(cbs) }
+        HTTP2Callbacks.install(cbs, role: role)
+        var s: OpaquePointer?
+        switch role {
+        case .client: try Self.check(nghttp2_session_client_new(&s, cbs, nil), "nghttp2_session_client_new")
+        case .server: try Self.check(nghttp2_session_server_new(&s, cbs, nil), "nghttp2_session_server_new")
+        }
+        raw = s!
+        nghttp2_session_set_user_data(raw, Unmanaged.passUnretained(self).toOpaque())
+        try submitSettings(settings)
+        if let connectionWindow {
+            try check(
+                nghttp2_session_set_local_window_size(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, connectionWindow),
+                "nghttp2_session_set_local_window_size")
+        }
+    }
+
+    deinit { nghttp2_session_del(raw) }
+
+    /// Open streams in id order with their contexts (a connection failing them all).
+    func openStreamContexts() -> [(HTTP2StreamID, AnyObject?, UInt64)] {
+        streams.values.sorted { $0.id < $1.id }.map { ($0.id, $0.context, $0.started) }
+    }
+
+    // MARK: - the choke point
+
+    /// Every nghttp2 return code goes through here: negative is an error.
+    @inline(__always) @discardableResult
+    static func check(_ rc: Int32, _ operation: StaticString) throws(HTTP2Error) -> Int32 {
+        if rc < 0 { throw HTTP2Error(code: rc, operation: operation.description) }
+        return rc
+    }
+
+    @inline(__always) @discardableResult
+    static func check(_ rc: Int, _ operation: StaticString) throws(HTTP2Error) -> Int {
+        if rc < 0 { throw HTTP2Error(code: Int32(truncatingIfNeeded: rc), operation: operation.description) }
+        return rc
+    }
+
+    @inline(__always) @discardableResult
+    func check(_ rc: Int32, _ operation: StaticString) throws(HTTP2Error) -> Int32 { try Self.check(rc, operation) }
+
+    // MARK: - I/O, without the I/O
+
+    /// Feeds the peer's bytes; appends what happened to `events` (the caller keeps one
+    /// buffer per connection, so a read allocates no event array). Throws on a protocol
+    /// violation nghttp2 cannot recover from (the connection must close).
+    func receive(_ bytes: UnsafeRawBufferPointer, into events: inout [HTTP2Event]) throws(HTTP2Error) {
+        swap(&events, &sink)
+        defer { swap(&events, &sink) }
+        let rc = nghttp2_session_mem_recv(raw, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        try Self.check(rc, "nghttp2_session_mem_recv")
+    }
+
+    /// `receive` returning a fresh array (tests, cold paths).
+    func receive(_ bytes: [UInt8]) throws(HTTP2Error) -> [HTTP2Event] {
+        var events: [HTTP2Event] = []
+        // A plain pointer, not `withUnsafeBytes`: a typed-throws closure through that
+        // rethrowing API crashes Swift 6.3.1's IRGen.
+        let p = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
+        defer { p.deallocate() }
+        p.copyBytes(from: bytes)
+        try receive(UnsafeRawBufferPointer(rebasing: p[0..<bytes.count]), into: &events)
+        return events
+    }
+
+    /// Appends frames to send to `out` until nghttp2 has none left or `limit` bytes were
+    /// added; events of streams that closed while sending (our RST_STREAM, a response
+    /// finished) go to `events`. Returns the bytes added.
+    @discardableResult
+    func produce(into out: inout ByteBuffer, events: inout [HTTP2Event], limit: Int = 1 << 16) throws(HTTP2Error) -> Int {
+        swap(&events, &sink)
+        defer { swap(&events, &sink) }
+        var added = 0
+        while added < limit {
+            var p: UnsafePointer<UInt8>?
+            let n = try Self.check(nghttp2_session_mem_send(raw, &p), "nghttp2_session_mem_send")
+            guard n > 0, let p else { break }
+            out.append(UnsafeRawBufferPointer(start: p, count: n))
+            added += n
+        }
+        return added
+    }
+
+    /// `produce` returning the bytes and events (tests).
+    func produce() throws(HTTP2Error) -> (bytes: [UInt8], events: [HTTP2Event]) {
+        var out = ByteBuffer()
+        var events: [HTTP2Event] = []
+        while try produce(into: &out, events: &events) > 0 {}
+        return (out.withReadable { Array($0) }, events)
+    }
+
+    // MARK: - state
+
+    /// Both sides are done: GOAWAY exchanged (or terminated) and no stream left.
+    var isFinished: Bool { nghttp2_session_want_read(raw) == 0 && nghttp2_session_want_write(raw) == 0 }
+
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 assumes 100 until its first
+    /// SETTINGS frame arrives).
+    var peerMaxConcurrentStreams: Int {
+        Int(nghttp2_session_get_remote_settings(raw, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+    }
+
+    /// The peer's SETTINGS_INITIAL_WINDOW_SIZE.
+    var peerInitialWindowSize: Int {
+        Int(nghttp2_session_get_remote_settings(raw, NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE))
+    }
+
+    /// Streams we track (submitted or received, not yet closed).
+    var openStreams: Int { streams.count }
+}
