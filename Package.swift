@@ -95,6 +95,10 @@ let package = Package(
         .testTarget(name: "HeraldSimulatorTests", dependencies: ["HeraldSimulator", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldCLITests", dependencies: ["HeraldCLI", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldSQL"], swiftSettings: strict),
+        // The fan-out scheduler without I/O: fake storage, fake sender, a manual clock.
+        .testTarget(
+            name: "HeraldSchedulerTests", dependencies: ["HeraldFanout", "HeraldStore", "HeraldSender", "HeraldAPNS", "HeraldCore", "HeraldNet"],
+            swiftSettings: strict),
         .testTarget(name: "HeraldAPITests", dependencies: ["HeraldAPI", "HeraldCLI", "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(

@@ -39,7 +39,7 @@ enum Caller {
 /// Handlers run on libmicrohttpd's worker threads and may block on the database.
 public final class APIServer: HTTPHandler {
     public let config: APIConfig
-    let store: Store
+    let store: any HeraldStorage
     let engine: FanoutEngine
     let channelManagers: @Sendable (APNSEnvironment) -> APNSChannelManager?
     let metrics: MetricsRegistry
@@ -50,7 +50,7 @@ public final class APIServer: HTTPHandler {
     /// `channelManagers` gives APNs channel management per environment; nil: broadcast and
     /// hybrid channels cannot be created there.
     public init(
-        config: APIConfig, store: Store, engine: FanoutEngine,
+        config: APIConfig, store: any HeraldStorage, engine: FanoutEngine,
         channelManagers: @escaping @Sendable (APNSEnvironment) -> APNSChannelManager?, metrics: MetricsRegistry, logger: Logger
     ) {
         self.config = config

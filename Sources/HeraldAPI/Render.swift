@@ -34,7 +34,7 @@ enum Render {
             "targets": .int(e.counters.targets), "sent": .int(e.counters.sent), "failed": .int(e.counters.failed),
             "pruned": .int(e.counters.pruned), "retried": .int(e.counters.retried), "skipped": .int(e.counters.skipped),
             "failure_reason": e.failureReason.map { .string($0) } ?? .null,
-            "superseded_by": e.supersededBy.map { .string($0) } ?? .null, "broadcast": .string(e.broadcastState),
+            "superseded_by": e.supersededBy.map { .string($0) } ?? .null, "broadcast": .string(e.broadcastState.rawValue),
             "broadcast_reason": e.broadcastReason.map { .string($0) } ?? .null,
             "created_at": seconds(e.createdAtMillis), "started_at": seconds(e.startedAtMillis),
             "finished_at": seconds(e.finishedAtMillis),

@@ -43,7 +43,7 @@ public struct Channel: Sendable, Equatable {
     public var storagePolicy: StoragePolicy
     public var apnsChannelID: String?
     public var isOpen: Bool
-    public var lifecycle: String
+    public var lifecycle: ChannelLifecycle
     public var lastSeq: Int64
     public var lastTimestamp: Int64
     public var currentEvent: String?
@@ -81,6 +81,10 @@ public enum EventState: String, Sendable, CaseIterable, Codable {
     case queued, sending, done, superseded, failed
 
     public var isFinished: Bool { self == .done || self == .superseded || self == .failed }
+
+    /// `queued` and `sending`: the states the scheduler resumes.
+    public static let unfinished = allCases.filter { !$0.isFinished }
+    public static let finished = allCases.filter(\.isFinished)
 }
 
 /// An event as stored, with its progress counters.
@@ -104,8 +108,26 @@ public struct EventRecord: Sendable, Equatable {
     public var passStart: [UInt8]?
     public var cursor: [UInt8]?
     public var wrapped: Bool
-    public var broadcastState: String
+    public var broadcastState: BroadcastState
     public var broadcastReason: String?
+}
+
+/// Where a channel is in its activity's life, for the order guard (design delivery 8):
+/// after an `end`, updates wait for a new `start`.
+public enum ChannelLifecycle: String, Sendable, CaseIterable, Codable {
+    case idle, started, ended
+}
+
+/// Whether a channel takes publishes and registrations.
+public enum ChannelStatus: String, Sendable, CaseIterable, Codable {
+    case open, closed
+}
+
+/// The broadcast part of an event (broadcast and hybrid channels): `none` when it has
+/// none, `pending` until APNs answered, then `sent`, `failed`, or `skipped` (superseded or
+/// stopped before it was sent).
+public enum BroadcastState: String, Sendable, CaseIterable, Codable {
+    case none, pending, sent, failed, skipped
 }
 
 /// Progress counters of one event.

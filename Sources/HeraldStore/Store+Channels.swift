@@ -3,19 +3,20 @@ import HeraldCore
 import HeraldSQL
 
 extension Store {
-    static let channelColumns = """
-        num, id, bundle_id, mode, environment, storage_policy, apns_channel_id, state, lifecycle, last_seq,
-        last_timestamp, current_event, catch_up, min_interval_ms, p10_budget_per_hour, created_at_ms, closed_at_ms
-        """
+    static let channelColumns = ChannelColumn.selectList
 
     static func channel(from s: Statement) -> Channel {
-        Channel(
-            num: s.int64(0), id: s.text(1), bundleID: s.text(2), mode: ChannelMode(rawValue: s.text(3)) ?? .fanout,
-            environment: APNSEnvironment(rawValue: s.text(4)) ?? .production,
-            storagePolicy: StoragePolicy(rawValue: s.text(5)) ?? .none, apnsChannelID: s.isNull(6) ? nil : s.text(6),
-            isOpen: s.text(7) == "open", lifecycle: s.text(8), lastSeq: s.int64(9), lastTimestamp: s.int64(10),
-            currentEvent: s.isNull(11) ? nil : s.text(11), catchUp: s.int64(12) != 0, minIntervalMillis: s.int64(13),
-            priority10BudgetPerHour: s.int64(14), createdAtMillis: s.int64(15), closedAtMillis: s.isNull(16) ? nil : s.int64(16))
+        typealias C = ChannelColumn
+        return Channel(
+            num: s.int64(C.num), id: s.text(C.id), bundleID: s.text(C.bundleID),
+            mode: ChannelMode(rawValue: s.text(C.mode)) ?? .fanout,
+            environment: APNSEnvironment(rawValue: s.text(C.environment)) ?? .production,
+            storagePolicy: StoragePolicy(rawValue: s.text(C.storagePolicy)) ?? .none, apnsChannelID: s.optionalText(C.apnsChannelID),
+            isOpen: ChannelStatus(rawValue: s.text(C.state)) == .open,
+            lifecycle: ChannelLifecycle(rawValue: s.text(C.lifecycle)) ?? .idle, lastSeq: s.int64(C.lastSeq),
+            lastTimestamp: s.int64(C.lastTimestamp), currentEvent: s.optionalText(C.currentEvent), catchUp: s.int64(C.catchUp) != 0,
+            minIntervalMillis: s.int64(C.minInterval), priority10BudgetPerHour: s.int64(C.p10Budget),
+            createdAtMillis: s.int64(C.createdAt), closedAtMillis: s.optionalInt64(C.closedAt))
     }
 
     static func loadChannel(_ c: SQLiteConnection, id: String) throws -> Channel? {
@@ -98,20 +99,22 @@ extension Store {
         return try write { c in
             guard let ch = try Self.loadChannel(c, id: id) else { throw StoreError.channelNotFound(id) }
             guard ch.isOpen else { return (ch, []) }
-            try c.run("UPDATE channels SET state = 'closed', closed_at_ms = ? WHERE num = ?", [.integer(now), .integer(ch.num)])
+            try c.run(
+                "UPDATE channels SET state = ?, closed_at_ms = ? WHERE num = ?",
+                [.text(ChannelStatus.closed.rawValue), .integer(now), .integer(ch.num)])
             try c.run("DELETE FROM subscriptions WHERE channel = ?", [.integer(ch.num)])
             var stopped: [String] = []
             try c.forEachRow(
-                "SELECT id FROM events WHERE channel = ? AND state IN ('queued', 'sending')", [.integer(ch.num)]
+                "SELECT id FROM events WHERE channel = ? AND state IN (\(EventState.unfinished.sqlList))", [.integer(ch.num)]
             ) { s in
                 stopped.append(s.text(0))
                 return true
             }
             try c.run(
                 """
-                UPDATE events SET state = 'failed', failure_reason = 'channel_closed', finished_at_ms = ?
-                WHERE channel = ? AND state IN ('queued', 'sending')
-                """, [.integer(now), .integer(ch.num)])
+                UPDATE events SET state = ?, failure_reason = 'channel_closed', finished_at_ms = ?
+                WHERE channel = ? AND state IN (\(EventState.unfinished.sqlList))
+                """, [.text(EventState.failed.rawValue), .integer(now), .integer(ch.num)])
             return (try Self.loadChannel(c, id: id)!, stopped)
         }
     }

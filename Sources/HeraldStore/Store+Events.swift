@@ -14,47 +14,44 @@ public struct PublishResult: Sendable {
 }
 
 extension Store {
-    /// How far ahead of the server's clock a publisher's `aps.timestamp` may be (a clock
-    /// that far off would poison the channel's ordering: every later event would be stale).
-    public static let maxTimestampSkew: Int64 = 600
+    /// How far ahead of the server's clock a publisher's `aps.timestamp` may be.
+    public static let maxTimestampSkew = PublishRule.maxTimestampSkew
     /// An `Idempotency-Key` is remembered this long.
-    public static let idempotencyWindowMillis: Int64 = 24 * 3600 * 1000
+    public static let idempotencyWindowMillis = PublishRule.idempotencyWindowMillis
 
-    static let eventColumns = """
-        e.id, e.channel, c.id, e.seq, e.kind, e.aps_timestamp, e.payload, e.priority, e.expiration, e.state,
-        e.failure_reason, e.superseded_by, e.created_at_ms, e.started_at_ms, e.finished_at_ms, e.targets, e.sent,
-        e.failed, e.pruned, e.retried, e.skipped, e.pass_start, e.cursor, e.wrapped, e.broadcast_state, e.broadcast_reason
-        """
+    static let eventColumns = EventColumn.selectList
+    static let eventsJoined = "events e JOIN channels c ON c.num = e.channel"
 
     static func event(from s: Statement) -> EventRecord {
+        typealias C = EventColumn
         var counters = EventCounters()
-        counters.targets = s.int64(15)
-        counters.sent = s.int64(16)
-        counters.failed = s.int64(17)
-        counters.pruned = s.int64(18)
-        counters.retried = s.int64(19)
-        counters.skipped = s.int64(20)
+        counters.targets = s.int64(C.targets)
+        counters.sent = s.int64(C.sent)
+        counters.failed = s.int64(C.failed)
+        counters.pruned = s.int64(C.pruned)
+        counters.retried = s.int64(C.retried)
+        counters.skipped = s.int64(C.skipped)
         return EventRecord(
-            id: s.text(0), channelNum: s.int64(1), channelID: s.text(2), seq: s.int64(3),
-            kind: LiveActivityEventKind(rawValue: s.text(4)) ?? .update, apsTimestamp: s.int64(5), payload: s.blob(6),
-            priority: s.int(7), expiration: s.isNull(8) ? nil : s.int64(8), state: EventState(rawValue: s.text(9)) ?? .failed,
-            failureReason: s.isNull(10) ? nil : s.text(10), supersededBy: s.isNull(11) ? nil : s.text(11),
-            createdAtMillis: s.int64(12), startedAtMillis: s.isNull(13) ? nil : s.int64(13),
-            finishedAtMillis: s.isNull(14) ? nil : s.int64(14), counters: counters,
-            passStart: s.isNull(21) ? nil : s.blob(21), cursor: s.isNull(22) ? nil : s.blob(22), wrapped: s.int64(23) != 0,
-            broadcastState: s.text(24), broadcastReason: s.isNull(25) ? nil : s.text(25))
+            id: s.text(C.id), channelNum: s.int64(C.channelNum), channelID: s.text(C.channelID), seq: s.int64(C.seq),
+            kind: LiveActivityEventKind(rawValue: s.text(C.kind)) ?? .update, apsTimestamp: s.int64(C.apsTimestamp),
+            payload: s.blob(C.payload), priority: s.int(C.priority), expiration: s.optionalInt64(C.expiration),
+            state: EventState(rawValue: s.text(C.state)) ?? .failed, failureReason: s.optionalText(C.failureReason),
+            supersededBy: s.optionalText(C.supersededBy), createdAtMillis: s.int64(C.createdAt),
+            startedAtMillis: s.optionalInt64(C.startedAt), finishedAtMillis: s.optionalInt64(C.finishedAt), counters: counters,
+            passStart: s.optionalBlob(C.passStart), cursor: s.optionalBlob(C.cursor), wrapped: s.int64(C.wrapped) != 0,
+            broadcastState: BroadcastState(rawValue: s.text(C.broadcastState)) ?? .failed,
+            broadcastReason: s.optionalText(C.broadcastReason))
     }
 
     static func loadEvent(_ c: SQLiteConnection, id: String) throws -> EventRecord? {
-        let s = try c.cached("SELECT \(eventColumns) FROM events e JOIN channels c ON c.num = e.channel WHERE e.id = ?")
+        let s = try c.cached("SELECT \(eventColumns) FROM \(eventsJoined) WHERE e.id = ?")
         try s.bind(1, text: id)
         return try s.step() ? event(from: s) : nil
     }
 
-    /// The payload limit of an event on a channel (reference §0): 5120 when the event goes
-    /// only to a broadcast channel, else 4096 (a token push must fit; hybrid sends both).
+    /// The payload limit of an event on a channel (`PublishRule.payloadLimit`).
     public static func payloadLimit(mode: ChannelMode, kind: LiveActivityEventKind) -> Int {
-        mode == .broadcast && kind != .start ? PayloadLimits.broadcast : PayloadLimits.token
+        PublishRule.payloadLimit(mode: mode, kind: kind)
     }
 
     /// Accepts a publish: checks the channel and the order guard (design delivery 3 and 8),
@@ -67,47 +64,23 @@ extension Store {
         let nowMs = clock.nowMillis()
         let now = nowMs / 1000
         let body: @Sendable (SQLiteConnection) throws -> PublishResult = { c in
-            let ch = try Self.openChannel(c, channelID)
-            if let key = idempotencyKey, !dryRun {
-                let s = try c.cached(
-                    "SELECT e.id, e.created_at_ms FROM events e WHERE e.channel = ? AND e.idempotency_key = ?")
+            guard let ch = try Self.loadChannel(c, id: channelID) else { throw StoreError.channelNotFound(channelID) }
+            var existing: PublishRule.KeyedEvent?
+            if let key = idempotencyKey, !dryRun, ch.isOpen {
+                let s = try c.cached("SELECT e.id, e.created_at_ms FROM events e WHERE e.channel = ? AND e.idempotency_key = ?")
                 try s.bind(1, int64: ch.num)
                 try s.bind(2, text: key)
-                if try s.step() {
-                    let id = s.text(0)
-                    let created = s.int64(1)
-                    s.reset()
-                    if nowMs - created < Self.idempotencyWindowMillis {
-                        let e = try Self.loadEvent(c, id: id)!
-                        return PublishResult(event: e, created: false, targets: 0, limit: 0, channel: ch)
-                    }
-                    try c.run("UPDATE events SET idempotency_key = NULL WHERE id = ?", [.text(id)])
-                }
+                if try s.step() { existing = PublishRule.KeyedEvent(id: s.text(0), createdAtMillis: s.int64(1)) }
+                s.reset()
             }
-            if event.kind == .update && ch.lifecycle == "ended" { throw StoreError.activityEnded(channelID) }
-            let ts: Int64
-            if let given = event.timestamp {
-                guard given > ch.lastTimestamp else { throw StoreError.staleTimestamp(given: given, last: ch.lastTimestamp) }
-                guard given <= now + Self.maxTimestampSkew else {
-                    throw StoreError.futureTimestamp(given: given, limit: Self.maxTimestampSkew)
-                }
-                ts = given
-            } else {
-                ts = max(now, ch.lastTimestamp + 1)
+            let accepted: PublishRule.Accepted
+            switch try PublishRule.decide(channel: ch, event: event, existing: existing, nowMillis: nowMs) {
+            case .replay(let id):
+                guard let e = try Self.loadEvent(c, id: id) else { throw StoreError.eventNotFound(id) }
+                return PublishResult(event: e, created: false, targets: 0, limit: 0, channel: ch)
+            case .accept(let a): accepted = a
             }
-            let payload = event.render(timestamp: ts)
-            let limit = Self.payloadLimit(mode: ch.mode, kind: event.kind)
-            if payload.count > limit {
-                throw StoreError.payloadTooLarge(size: payload.count, limit: limit, broadcast: limit == PayloadLimits.broadcast)
-            }
-            let seq = ch.lastSeq + 1
-            let broadcast = ch.mode.usesBroadcast && event.kind != .start
-            var record = EventRecord(
-                id: Self.newID("evt_"), channelNum: ch.num, channelID: ch.id, seq: seq, kind: event.kind, apsTimestamp: ts,
-                payload: payload, priority: event.effectivePriority, expiration: event.expiration, state: .queued,
-                failureReason: nil, supersededBy: nil, createdAtMillis: nowMs, startedAtMillis: nil, finishedAtMillis: nil,
-                counters: EventCounters(), passStart: nil, cursor: nil, wrapped: false,
-                broadcastState: broadcast ? "pending" : "none", broadcastReason: nil)
+            var record = accepted.record(id: Self.newID("evt_"), channel: ch, event: event, createdAtMillis: nowMs)
             if dryRun {
                 let kind: SubscriptionKind = event.kind == .start ? .pushToStart : .activity
                 let n = ch.mode.usesTokens || event.kind == .start
@@ -115,28 +88,26 @@ extension Store {
                         "SELECT COUNT(*) FROM subscriptions WHERE channel = ? AND kind = ? AND (expires_at IS NULL OR expires_at > ?)",
                         [.integer(ch.num), .integer(kind.code), .integer(now)])?.int64Value ?? 0) : 0
                 record.counters.targets = n
-                return PublishResult(event: record, created: true, targets: n, limit: limit, channel: ch)
+                return PublishResult(event: record, created: true, targets: n, limit: accepted.limit, channel: ch)
+            }
+            if let old = accepted.forgetKeyOf {
+                try c.run("UPDATE events SET idempotency_key = NULL WHERE id = ?", [.text(old)])
             }
             try c.run(
                 """
                 INSERT INTO events (id, channel, seq, kind, aps_timestamp, payload, priority, expiration, state,
                                     idempotency_key, created_at_ms, broadcast_state)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                [.text(record.id), .integer(ch.num), .integer(seq), .text(event.kind.rawValue), .integer(ts), .blob(payload),
-                 .integer(Int64(record.priority)), event.expiration.map { .integer($0) } ?? .null,
-                 idempotencyKey.map { .text($0) } ?? .null, .integer(nowMs), .text(record.broadcastState)])
-            let lifecycle: String
-            let current: SQLValue
-            switch event.kind {
-            case .start: (lifecycle, current) = ("started", .null)
-            case .update: (lifecycle, current) = (ch.lifecycle == "idle" ? "idle" : ch.lifecycle, .text(record.id))
-            case .end: (lifecycle, current) = ("ended", .text(record.id))
-            }
+                [.text(record.id), .integer(ch.num), .integer(record.seq), .text(event.kind.rawValue),
+                 .integer(record.apsTimestamp), .blob(record.payload), .integer(Int64(record.priority)),
+                 event.expiration.map { .integer($0) } ?? .null, .text(record.state.rawValue),
+                 idempotencyKey.map { .text($0) } ?? .null, .integer(nowMs), .text(record.broadcastState.rawValue)])
             try c.run(
                 "UPDATE channels SET last_seq = ?, last_timestamp = ?, lifecycle = ?, current_event = ? WHERE num = ?",
-                [.integer(seq), .integer(ts), .text(lifecycle), current, .integer(ch.num)])
-            return PublishResult(event: record, created: true, targets: 0, limit: limit, channel: ch)
+                [.integer(record.seq), .integer(record.apsTimestamp), .text(accepted.lifecycle.rawValue),
+                 accepted.becomesCurrent ? .text(record.id) : .null, .integer(ch.num)])
+            return PublishResult(event: record, created: true, targets: 0, limit: accepted.limit, channel: ch)
         }
         if dryRun {
             return try read { c in try body(c) }
@@ -162,7 +133,7 @@ extension Store {
     public func lastEvent(channelNum: Int64) throws -> EventRecord? {
         try read { c in
             let s = try c.cached(
-                "SELECT \(Self.eventColumns) FROM events e JOIN channels c ON c.num = e.channel WHERE e.channel = ? ORDER BY e.seq DESC LIMIT 1")
+                "SELECT \(Self.eventColumns) FROM \(Self.eventsJoined) WHERE e.channel = ? ORDER BY e.seq DESC LIMIT 1")
             try s.bind(1, int64: channelNum)
             defer { s.reset() }
             return try s.step() ? Self.event(from: s) : nil
@@ -176,8 +147,8 @@ extension Store {
             var out: [EventRecord] = []
             try c.forEachRow(
                 """
-                SELECT \(Self.eventColumns) FROM events e JOIN channels c ON c.num = e.channel
-                WHERE e.state IN ('queued', 'sending') ORDER BY e.channel, e.seq
+                SELECT \(Self.eventColumns) FROM \(Self.eventsJoined)
+                WHERE e.state IN (\(EventState.unfinished.sqlList)) ORDER BY e.channel, e.seq
                 """
             ) { s in
                 out.append(Self.event(from: s))
@@ -190,7 +161,7 @@ extension Store {
     /// The highest sequence number of a channel's finished events (0 if none).
     public func lastFinishedSeq(channelNum: Int64) throws -> Int64 {
         try read { c in
-            let s = try c.cached("SELECT MAX(seq) FROM events WHERE channel = ? AND state NOT IN ('queued', 'sending')")
+            let s = try c.cached("SELECT MAX(seq) FROM events WHERE channel = ? AND state IN (\(EventState.finished.sqlList))")
             try s.bind(1, int64: channelNum)
             defer { s.reset() }
             return try s.step() ? s.int64(0) : 0
@@ -204,8 +175,8 @@ extension Store {
         try read { c in
             let s = try c.cached(
                 """
-                SELECT \(Self.eventColumns) FROM events e JOIN channels c ON c.num = e.channel
-                WHERE e.channel = ? AND e.seq > ? AND e.seq <= ? AND e.state IN ('queued', 'sending') ORDER BY e.seq
+                SELECT \(Self.eventColumns) FROM \(Self.eventsJoined)
+                WHERE e.channel = ? AND e.seq > ? AND e.seq <= ? AND e.state IN (\(EventState.unfinished.sqlList)) ORDER BY e.seq
                 """)
             try s.bind(1, int64: channelNum)
             try s.bind(2, int64: afterSeq)
@@ -235,7 +206,7 @@ extension Store {
         { c in
             _ = try c.run(
                 """
-                UPDATE events SET state = 'sending', started_at_ms = COALESCE(started_at_ms, ?), targets = ?,
+                UPDATE events SET state = '\(EventState.sending.rawValue)', started_at_ms = COALESCE(started_at_ms, ?), targets = ?,
                     pass_start = ?, cursor = COALESCE(cursor, ?), priority = ? WHERE id = ?
                 """, [.integer(now), .integer(targets), .blob(passStart), .blob(passStart), .integer(Int64(priority)), .text(eventID)])
         }
@@ -263,7 +234,7 @@ extension Store {
                 _ = try c.run(
                     """
                     UPDATE events SET cursor = ?, wrapped = ?, sent = ?, failed = ?, pruned = ?, retried = ?, skipped = ?
-                    WHERE id = ? AND state = 'sending'
+                    WHERE id = ? AND state = '\(EventState.sending.rawValue)'
                     """,
                     [.blob(cursor), .integer(wrapped ? 1 : 0), .integer(counters.sent), .integer(counters.failed),
                      .integer(counters.pruned), .integer(counters.retried), .integer(counters.skipped), .text(eventID)])
@@ -306,7 +277,7 @@ extension Store {
                 UPDATE events SET state = ?, finished_at_ms = ?, failure_reason = ?, superseded_by = ?,
                     started_at_ms = COALESCE(started_at_ms, ?), targets = MAX(targets, ?), sent = ?, failed = ?,
                     pruned = ?, retried = ?, skipped = ?
-                WHERE id = ? AND state IN ('queued', 'sending')
+                WHERE id = ? AND state IN (\(EventState.unfinished.sqlList))
                 """,
                 [.text(state.rawValue), .integer(now), reason.map { .text($0) } ?? .null, supersededBy.map { .text($0) } ?? .null,
                  .integer(now), .integer(counters.targets), .integer(counters.sent), .integer(counters.failed),
@@ -315,11 +286,11 @@ extension Store {
     }
 
     /// Records the outcome of an event's broadcast request.
-    public func setBroadcastState(eventID: String, state: String, reason: String?) throws {
+    public func setBroadcastState(eventID: String, state: BroadcastState, reason: String?) throws {
         try write { c in
             _ = try c.run(
                 "UPDATE events SET broadcast_state = ?, broadcast_reason = ? WHERE id = ?",
-                [.text(state), reason.map { .text($0) } ?? .null, .text(eventID)])
+                [.text(state.rawValue), reason.map { .text($0) } ?? .null, .text(eventID)])
         }
     }
 
@@ -333,7 +304,7 @@ extension Store {
                 [.integer(now - Self.idempotencyWindowMillis)])
             return try c.run(
                 """
-                DELETE FROM events WHERE state IN ('done', 'superseded', 'failed') AND created_at_ms < ?
+                DELETE FROM events WHERE state IN (\(EventState.finished.sqlList)) AND created_at_ms < ?
                   AND id NOT IN (SELECT current_event FROM channels WHERE current_event IS NOT NULL)
                 """, [.integer(now - olderThanMillis)])
         }

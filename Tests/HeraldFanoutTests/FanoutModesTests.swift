@@ -17,7 +17,7 @@ import HeraldTestSupport
         try fx.subscribe("flight", makeTokens(20, seed: 21))  // activity tokens are not used in broadcast mode
         let e = try fx.waitFinished(try fx.publish("flight", state: ["gate": "B12"]))
         #expect(e.state == .done)
-        #expect(e.broadcastState == "sent")
+        #expect(e.broadcastState == .sent)
         let got = fx.sim.sim.broadcasts(on: apnsID)
         #expect(got.map(\.payload) == [e.payload])
         #expect(fx.sim.sim.stats().accepted == 0)
@@ -33,7 +33,7 @@ import HeraldTestSupport
         fx.engine.notifyEvent(r.event.id)
         let done = try fx.waitFinished(r.event)
         // The simulator answers BadExpirationDate to non-zero expirations on policy 0.
-        #expect(done.broadcastState == "sent", "\(done.broadcastReason ?? "")")
+        #expect(done.broadcastState == .sent, "\(done.broadcastReason ?? "")")
         #expect(fx.sim.sim.broadcasts(on: ch.apnsChannelID!).count == 1)
     }
 

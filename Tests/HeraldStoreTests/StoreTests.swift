@@ -238,3 +238,47 @@ let tokenB: [UInt8] = Array(repeating: 0xbb, count: 32)
         #expect(n == 200_000)
     }
 }
+
+/// The SQLite store behind the storage protocols.
+@Suite struct StoreStorageTests {
+    @Test func aScanOfSomeShardsReturnsExactlyTheirTokensInOrder() throws {
+        let t = try TempStore()
+        let ch = try t.channel()
+        var tokens: [[UInt8]] = []
+        for i in 0..<3_000 { tokens.append(Array(repeating: UInt8(i % 251), count: 30) + [UInt8(i >> 8), UInt8(i & 255)]) }
+        _ = try t.store.batch(channelID: "m", subscribe: tokens.map { SubscriptionInput(token: $0) }, unsubscribe: [])
+        let scan = try (t.store as any Registry).makeScanner()
+        let some = ShardSet([0, 3, 11])
+        var got: [[UInt8]] = []
+        var after: [UInt8] = []
+        while true {
+            let rows = try scan.next(
+                channelNum: ch.num, kind: .activity, shards: some, after: after, before: nil, now: t.clock.nowSeconds(), limit: 100)
+            got += rows.map(\.token)
+            guard rows.count == 100 else { break }
+            after = rows.last!.token
+        }
+        let want = tokens.filter { some.holds(token: $0) }.sorted { Store.compareBytes($0, $1) < 0 }
+        #expect(!want.isEmpty)
+        #expect(got == want)
+        let lease = try t.store.acquireLease(channelNum: ch.num)
+        #expect(lease == Lease(channelNum: ch.num, shards: .all))
+    }
+
+    @Test func statesAreReadBackAsEnums() throws {
+        let t = try TempStore()
+        _ = try t.channel("b", mode: .broadcast)
+        let r = try t.store.publish(channelID: "b", event: try t.event(.end), idempotencyKey: nil, dryRun: false)
+        #expect(r.event.broadcastState == .pending)
+        try t.store.setBroadcastState(eventID: r.event.id, state: .sent, reason: nil)
+        let e = try t.store.event(id: r.event.id)
+        #expect(e?.broadcastState == .sent && e?.state == .queued)
+        #expect(try t.store.channel(id: "b")?.lifecycle == .ended)
+        #expect(try t.store.unfinishedEvents().map(\.id) == [r.event.id])
+        try t.store.finishEvent(eventID: r.event.id, state: .done, counters: EventCounters())
+        #expect(try t.store.unfinishedEvents().isEmpty)
+        #expect(try t.store.lastFinishedSeq(channelNum: r.channel.num) == 1)
+        let (closed, _) = try t.store.closeChannel(id: "b")
+        #expect(!closed.isOpen)
+    }
+}

@@ -1,46 +1,43 @@
 import HeraldAPNS
 import HeraldCore
-import HeraldSender
 import HeraldStore
 
 /// Tokens read together, sent together, and checkpointed together once all answered.
-final class Batch {
-    unowned let run: EventRun
-    /// Its index among the batches of this run (since the run started or resumed).
+struct BatchState {
+    /// Its index among the batches of this run.
     let ordinal: Int
     let tokens: [[UInt8]]
-    let registeredAt: [Int64]
     /// The last token of the batch and the pass phase it belongs to: the checkpoint once
     /// this batch and every earlier one are finished.
     let last: [UInt8]
     let wrapped: Bool
+    let express: Bool
     var remaining: Int
-    var requests: [APNSRequest] = []
 
-    init(run: EventRun, ordinal: Int, tokens: [[UInt8]], registeredAt: [Int64], wrapped: Bool) {
-        self.run = run
+    init(ordinal: Int, tokens: [[UInt8]], wrapped: Bool, express: Bool) {
         self.ordinal = ordinal
         self.tokens = tokens
-        self.registeredAt = registeredAt
         last = tokens.last ?? []
         self.wrapped = wrapped
+        self.express = express
         remaining = tokens.count
     }
 }
 
-/// The scheduler's state for one event being sent. Confined to the scheduler thread.
+/// The scheduler's state for one event being sent.
 ///
 /// The pass over the channel's tokens starts after `passStart`, runs to the end, wraps to
 /// the beginning and ends at `passStart` (inclusive). A fresh event starts at the
 /// beginning; an event that supersedes another starts where that one's checkpoint was, so
 /// the subscribers it had not reached get the new state first and nobody waits a full
 /// pass behind a stream of updates.
-final class EventRun {
+struct RunState {
+    let id: RunID
     var record: EventRecord
+    let channelNum: Int64
     let kind: SubscriptionKind
     let usesTokens: Bool
     let usesBroadcast: Bool
-    var template: APNSTemplate?
     var priority: Int
 
     var passStart: [UInt8]
@@ -62,8 +59,12 @@ final class EventRun {
     /// sending is not held back by it until a checkpoint commits again.
     var checkpointFailing = false
 
-    var inFlight = RingBuffer<Batch>(capacity: 32)
-    var unsubmitted: Batch?
+    /// Submitted batches not yet all answered, oldest first.
+    var inFlight: [BatchState] = []
+    /// A batch the sender had no room for.
+    var unsubmitted: BatchState?
+    /// A scan is out (its rows come back through `batchScanned`).
+    var scanning = false
     var outstanding = 0
     var counters: EventCounters
     var broadcastPending: Bool
@@ -74,6 +75,11 @@ final class EventRun {
     var stopState: EventState?
     var stopReason: String?
     var supersededBy: String?
+    /// Its channel was closed: its answers are taken, nothing is recorded.
+    var orphaned = false
+    /// Finishing: waiting for `pendingPrunes` before its final state is written.
+    var finishing = false
+    var pendingPrunes = 0
 
     // Pruning guard.
     var answers = 0
@@ -85,12 +91,14 @@ final class EventRun {
     /// Tokens APNs unregistered (410, with its timestamp), pruned in batches.
     var unregistered: [(kind: SubscriptionKind, token: [UInt8], beforeMillis: Int64)] = []
 
-    init(record: EventRecord, channel: Channel) {
+    init(id: RunID, record: EventRecord, channel: Channel) {
+        self.id = id
         self.record = record
+        channelNum = record.channelNum
         kind = record.kind == .start ? .pushToStart : .activity
         usesTokens = channel.mode.usesTokens || record.kind == .start
         usesBroadcast = channel.mode.usesBroadcast && record.kind != .start && channel.apnsChannelID != nil
-            && record.broadcastState == "pending"
+            && record.broadcastState == .pending
         priority = record.priority
         counters = record.counters
         broadcastPending = usesBroadcast
@@ -102,27 +110,24 @@ final class EventRun {
         scanDone = !usesTokens
     }
 
-    /// Superseding: this event starts where `older` had finished everything.
-    func startAfter(_ older: EventRun) {
-        passStart = older.checkpointCursor
-        scanCursor = passStart
-        scanWrapped = false
-        checkpointCursor = passStart
-        checkpointWrapped = false
-    }
-
     /// True when every token part and the broadcast part are finished.
-    var finished: Bool { scanDone && unsubmitted == nil && outstanding == 0 && !broadcastPending }
+    var finished: Bool { scanDone && unsubmitted == nil && outstanding == 0 && !broadcastPending && !scanning }
+
+    /// Nothing of it is in flight any more.
+    var drained: Bool { outstanding == 0 && !broadcastPending }
 
     /// Pops finished batches off the front and moves the checkpoint past them.
-    func advanceCheckpoint() {
-        while let b = inFlight.first, b.remaining == 0 {
-            inFlight.popFirst()
+    mutating func advanceCheckpoint() {
+        var popped = 0
+        for b in inFlight {
+            guard b.remaining == 0 else { break }
             checkpointCursor = b.last
             checkpointWrapped = b.wrapped
             checkpointDirty = true
             batchesCheckpointed = b.ordinal + 1
+            popped += 1
         }
+        if popped > 0 { inFlight.removeFirst(popped) }
     }
 
     /// Targets not reached (for a superseded or stopped event).
@@ -131,9 +136,11 @@ final class EventRun {
     }
 }
 
-/// The scheduler's state for one channel. Confined to the scheduler thread.
-final class ChannelRun {
+/// The scheduler's state for one channel.
+struct ChannelState {
     var channel: Channel
+    /// The shards of the channel this process sends (on SQLite, every one).
+    let lease: Lease
     /// Events accepted and not yet running, in sequence order.
     var pending: [EventRecord] = []
     /// The highest sequence number taken into `pending`, or finished before this process
@@ -143,16 +150,20 @@ final class ChannelRun {
     /// Late joiners' catch-up pushes handed to the sender and not answered yet: the next
     /// event waits for them.
     var catchUpsInFlight = 0
-    var active: EventRun?
+    var active: RunID?
     /// Superseded runs whose requests are still in flight; the active run waits for them so
     /// no token gets the older event after the newer one (design, delivery 4).
-    var draining: [EventRun] = []
+    var draining: [RunID] = []
     var lastUpdateStart = 0.0
     var priority10Sends: [Double] = []
     /// Where the next event's pass starts when it supersedes one that had started.
     var inheritedStart: [UInt8]?
-    /// Late-joiner templates by event id.
-    var catchUpTemplate: (eventID: String, template: APNSTemplate)?
+    /// The stored current event a late joiner was last sent (its payload, not read again).
+    var catchUpEvent: EventRecord?
 
-    init(channel: Channel) { self.channel = channel }
+    init(channel: Channel, lease: Lease, acceptedSeq: Int64) {
+        self.channel = channel
+        self.lease = lease
+        self.acceptedSeq = acceptedSeq
+    }
 }

@@ -1,0 +1,255 @@
+import HeraldAPNS
+import HeraldCore
+import HeraldSender
+import HeraldStore
+
+extension FanoutScheduler {
+    /// The sender's final answer for one request. `attempts` and `sentAtMillis` are the
+    /// request's (retries counted; a registration after `sentAtMillis` wins over a
+    /// `BadDeviceToken`).
+    public mutating func answered(_ id: RequestID, _ result: APNSResult, attempts: Int, sentAtMillis: Int64) -> [FanoutAction] {
+        var actions: [FanoutAction] = []
+        switch id {
+        case .token(let run, let batch, let slot): tokenAnswered(run, batch, slot, result, attempts, sentAtMillis, &actions)
+        case .broadcast(let run): broadcastAnswered(run, result, &actions)
+        case .catchUp(_, let c): catchUpAnswered(c, result, &actions)
+        }
+        return actions
+    }
+
+    mutating func tokenAnswered(
+        _ id: RunID, _ batch: Int, _ slot: Int, _ result: APNSResult, _ attempts: Int, _ sentAtMillis: Int64,
+        _ actions: inout [FanoutAction]
+    ) {
+        // In place (a copy of the run out of the dictionary would copy its batches on write,
+        // once per answer: a million answers per fan-out).
+        let metrics = self.metrics
+        // One lookup, in place (optional chaining through the subscript's modify accessor).
+        let applied = runs[id]?.apply(result, batch: batch, slot: slot, attempts: attempts, sentAtMillis: sentAtMillis, metrics)
+        guard let (stopReason, prune, orphaned) = applied ?? nil else { return }
+        if let stopReason { stop(id, reason: stopReason, &actions) }
+        if prune && !orphaned { flushPrunes(id, final: false, &actions) }
+        if orphaned { actions += releaseIfDone(id) }
+    }
+
+}
+
+extension RunState {
+    /// Counts one token answer into the run and moves its checkpoint. Nil: not a batch of it.
+    mutating func apply(
+        _ result: APNSResult, batch: Int, slot: Int, attempts: Int, sentAtMillis: Int64, _ metrics: FanoutMetrics
+    ) -> (stopReason: String?, prune: Bool, orphaned: Bool)? {
+        guard let first = inFlight.first?.ordinal, batch >= first, batch - first < inFlight.count else { return nil }
+        let k = batch - first
+        outstanding -= 1
+        inFlight[k].remaining -= 1
+        counters.retried += Int64(max(0, attempts - 1))
+        var prune = false
+        var stopReason: String?
+        switch result {
+        case .outcome(.delivered, _):
+            counters.sent += 1
+            answers += 1
+            metrics.pushSent.inc()
+        case .outcome(.dropToken(_, let since), _):
+            answers += 1
+            metrics.pushDead.inc()
+            let token = inFlight[k].tokens[slot]
+            if let since {
+                unregistered.append((kind, token, since))
+            } else {
+                // BadDeviceToken has no timestamp: a registration after the request wins.
+                deadAnswers += 1
+                heldInvalid.append((kind, token, sentAtMillis))
+            }
+            prune = true
+        case .outcome(.failEvent(let reason, let status), _):
+            counters.failed += 1
+            metrics.pushFailed.inc()
+            answers += 1
+            stopReason = "APNs refused the push: \(reason) (\(status))"
+        case .outcome(.failConfig(let reason, let status), _):
+            counters.failed += 1
+            metrics.pushFailed.inc()
+            answers += 1
+            stopReason = "APNs refused the configuration: \(reason) (\(status)); check the key, team, bundle id and environment"
+        case .outcome, .exhausted:
+            counters.failed += 1
+            answers += 1
+            metrics.pushFailed.inc()
+        case .cancelled:
+            metrics.pushSkipped.inc()
+        }
+        advanceCheckpoint()
+        return (stopReason, prune, orphaned)
+    }
+}
+
+extension FanoutScheduler {
+
+    /// Fails the event (a bad request or configuration): nothing more is sent.
+    mutating func stop(_ id: RunID, reason: String, _ actions: inout [FanoutAction]) {
+        guard var run = runs[id], !run.stopped else { return }
+        run.stopped = true
+        run.stopState = .failed
+        run.stopReason = reason
+        runs[id] = run
+        actions.append(.cancel(id))
+        logger.error("fanout.event_failed", ["event_id": .string(run.record.id), "reason": .string(reason)])
+    }
+
+    /// Deletes the subscriptions APNs reported dead. 410 answers carry APNs' timestamp and
+    /// are pruned in batches (a registration after that time survives, reference §8.10).
+    /// BadDeviceToken answers are held until the pruning guard has seen enough answers: if
+    /// an implausible share of the event's answers call tokens invalid (a wrong environment
+    /// or topic does that to every token, design delivery 10), nothing is deleted and it
+    /// is raised in logs and metrics.
+    mutating func flushPrunes(_ id: RunID, final: Bool, _ actions: inout [FanoutAction]) {
+        guard var run = runs[id], let ch = channels[run.channelNum] else { return }
+        if run.unregistered.count >= 256 || (final && !run.unregistered.isEmpty) {
+            actions.append(.prune(PruneRequest(run: id, channelNum: run.channelNum, items: run.unregistered)))
+            run.pendingPrunes += 1
+            run.unregistered.removeAll()
+        }
+        defer { runs[id] = run }
+        guard !run.heldInvalid.isEmpty else { return }
+        let sampleReady = run.answers >= config.pruneGuardMinSample || final
+        guard sampleReady else { return }
+        if !run.guardTripped && Double(run.deadAnswers) >= config.pruneGuardRatio * Double(run.answers) {
+            run.guardTripped = true
+            metrics.guardTrips.inc()
+            logger.error(
+                "fanout.prune_guard_tripped",
+                ["event_id": .string(run.record.id), "channel": .string(ch.channel.id), "bundle_id": .string(ch.channel.bundleID),
+                 "environment": .string(ch.channel.environment.rawValue), "invalid": .int(Int64(run.deadAnswers)),
+                 "answers": .int(Int64(run.answers)),
+                 "hint": "most tokens were refused as invalid: check the channel's environment and bundle id; subscriptions kept"])
+        }
+        if run.guardTripped {
+            run.counters.failed += Int64(run.heldInvalid.count)
+            run.heldInvalid.removeAll()
+        } else if run.heldInvalid.count >= 256 || final {
+            actions.append(.prune(PruneRequest(run: id, channelNum: run.channelNum, items: run.heldInvalid)))
+            run.pendingPrunes += 1
+            run.heldInvalid.removeAll()
+        }
+    }
+
+    /// A prune was written: `removed` of `requested` deleted (the others were registered
+    /// again after APNs' answer: kept, not reached), or it failed (`removed` nil).
+    public mutating func pruned(_ request: PruneRequest, removed: Int?) -> [FanoutAction] {
+        var actions: [FanoutAction] = []
+        if let n = removed { metrics.pruned.inc(UInt64(n)) }
+        guard let id = request.run, var run = runs[id] else { return [] }
+        run.counters.pruned += Int64(removed ?? 0)
+        run.counters.failed += Int64(request.items.count - (removed ?? 0))
+        run.pendingPrunes -= 1
+        runs[id] = run
+        if run.finishing && run.pendingPrunes == 0 { completeFinish(id, &actions) }
+        return actions
+    }
+
+    mutating func broadcastAnswered(_ id: RunID, _ result: APNSResult, _ actions: inout [FanoutAction]) {
+        guard var run = runs[id] else { return }
+        run.broadcastPending = false
+        let state: BroadcastState
+        var reason: String?
+        switch result {
+        case .outcome(.delivered(let rid, let unique), _):
+            state = .sent
+            metrics.broadcasts.inc()
+            logger.info(
+                "fanout.broadcast_sent",
+                ["event_id": .string(run.record.id), "apns_request_id": rid.map { .string($0) } ?? .null,
+                 "apns_unique_id": unique.map { .string($0) } ?? .null])
+        case .cancelled:
+            state = .skipped
+        case .outcome(.channelGone, _):
+            state = .failed
+            reason = "ChannelNotRegistered: the APNs channel no longer exists"
+        case .outcome(let o, let resp):
+            state = .failed
+            reason = resp.flatMap { try? JSON.parse($0.body) }?["reason"]?.stringValue ?? o.label
+        case .exhausted(let o):
+            state = .failed
+            reason = "retries exhausted (\(o.label))"
+        }
+        if state == .failed {
+            metrics.broadcastFailures.inc()
+            logger.error("fanout.broadcast_failed", ["event_id": .string(run.record.id), "reason": .string(reason ?? "")])
+        }
+        run.record.broadcastState = state
+        if state == .failed && !run.usesTokens && run.stopState == nil {
+            run.stopState = .failed
+            run.stopReason = "broadcast failed: \(reason ?? "")"
+        }
+        runs[id] = run
+        actions.append(.recordBroadcast(eventID: run.record.id, state: state, reason: reason))
+        if run.orphaned {
+            actions += releaseIfDone(id)
+        } else {
+            afterStep(id, &actions)
+        }
+    }
+
+    /// The sender took the broadcast request, had no room (offered again next round), or
+    /// there is no broadcast connection (`unavailable`: the part fails).
+    public mutating func broadcastSubmitted(_ id: RunID, accepted: Bool, unavailable: Bool = false) -> [FanoutAction] {
+        guard var run = runs[id] else { return [] }
+        if unavailable {
+            run.broadcastPending = false
+            runs[id] = run
+            var actions: [FanoutAction] = [
+                .recordBroadcast(eventID: run.record.id, state: .failed, reason: "no broadcast connection configured")
+            ]
+            afterStep(id, &actions)
+            return actions
+        }
+        if !accepted { pendingBroadcasts.append(id) }
+        return []
+    }
+
+    // MARK: - storage outcomes
+
+    /// The background count of a run's targets.
+    public mutating func targetsCounted(_ id: RunID, _ n: Int64) {
+        guard let run = runs[id], channels[run.channelNum]?.active == id else { return }
+        runs[id]?.counters.targets = n
+    }
+
+    /// A checkpoint write covering `batches` batches committed.
+    public mutating func checkpointCommitted(_ id: RunID, batches: Int) {
+        guard var run = runs[id] else { return }
+        run.batchesCommitted = max(run.batchesCommitted, batches)
+        if run.checkpointFailing {
+            run.checkpointFailing = false
+            logger.info("fanout.checkpoint_recovered", ["event_id": .string(run.record.id)])
+        }
+        runs[id] = run
+    }
+
+    /// A checkpoint (or `sending`) write failed: written again at the next interval;
+    /// meanwhile sending is not held back by the duplicate window.
+    public mutating func checkpointFailed(_ id: RunID, error: String) {
+        guard var run = runs[id] else { return }
+        run.checkpointDirty = true
+        if !run.checkpointFailing {
+            run.checkpointFailing = true
+            logger.error("fanout.checkpoint_failed", ["event_id": .string(run.record.id), "error": .string(error)])
+        }
+        runs[id] = run
+    }
+
+    /// The database refused an event's final state: written again until it takes it.
+    public mutating func finishFailed(_ record: FinishRecord, error: String) {
+        logger.error("fanout.finish_failed", ["event_id": .string(record.eventID), "error": .string(error)])
+        unrecordedFinishes.append(record)
+    }
+
+    /// A retried final state was written (`recorded`) or refused again.
+    public mutating func finishRetried(_ record: FinishRecord, recorded: Bool) {
+        guard recorded else { return }
+        unrecordedFinishes.removeAll { $0 == record }
+        logger.info("fanout.finish_recorded", ["event_id": .string(record.eventID), "state": .string(record.state.rawValue)])
+    }
+}
