@@ -97,7 +97,10 @@ struct Planted: Error {}
             } catch { failures.withLock { $0.append("\(error)") } }
         }
         #expect(failures.withLock { $0 } == [])
-        #expect(attempts.withLock { $0.sorted() } == [1, 2])  // one victim (40P01), retried once
+        // One victim (40P01), retried; the other ran once. The victim may be retried more
+        // than once (seen once at load average 12: [1, 3]), which the retry loop allows.
+        let tries = attempts.withLock { $0.sorted() }
+        #expect(tries[0] == 1 && tries[1] >= 2, "attempts \(tries)")
         #expect(try conn.query("SELECT n FROM counter ORDER BY id").map { $0["n"] } == [2, 2])
     }
 
