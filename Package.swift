@@ -108,9 +108,15 @@ let package = Package(
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldSQL"], swiftSettings: strict),
         // The fan-out scheduler without I/O: fake storage, fake sender, a manual clock.
         .testTarget(
-            name: "HeraldSchedulerTests", dependencies: ["HeraldFanout", "HeraldStore", "HeraldSender", "HeraldAPNS", "HeraldCore", "HeraldNet"],
+            name: "HeraldSchedulerTests",
+            dependencies: ["HeraldFanout", "HeraldStore", "HeraldSender", "HeraldAPNS", "HeraldCore", "HeraldNet"],
             swiftSettings: strict),
-        .testTarget(name: "HeraldAPITests", dependencies: ["HeraldAPI", "HeraldCLI", "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldHTTPServer", "HeraldPostgresStore"], swiftSettings: strict),
+        .testTarget(
+            name: "HeraldAPITests",
+            dependencies: [
+                "HeraldAPI", "HeraldCLI", "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator",
+                "HeraldHTTPServer", "HeraldPostgresStore",
+            ], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(
             name: "HeraldPostgresTests", dependencies: ["HeraldPostgres", "HeraldCore", "HeraldTestSupport"],
@@ -126,16 +132,22 @@ let package = Package(
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "HeraldHostileTests",
-            dependencies: ["HeraldAPI", "HeraldCore", "HeraldFanout", "HeraldHTTPServer", "HeraldSender", "HeraldSimulator", "HeraldTestSupport"],
+            dependencies: [
+                "HeraldAPI", "HeraldCore", "HeraldFanout", "HeraldHTTPServer", "HeraldSender", "HeraldSimulator", "HeraldTestSupport",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "HeraldFaultTests",
-            dependencies: ["HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldSQL", "HeraldAPNS", "HeraldCore"],
+            dependencies: [
+                "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator", "HeraldSQL", "HeraldAPNS",
+                "HeraldCore",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "HeraldTests",
             dependencies: [
-                "HeraldCLI", "HeraldAPI", "HeraldSimulator", "HeraldSender", "HeraldFanout", "HeraldStore", "HeraldTestSupport", "HeraldSQL",
+                "HeraldCLI", "HeraldAPI", "HeraldSimulator", "HeraldSender", "HeraldFanout", "HeraldStore", "HeraldTestSupport",
+                "HeraldSQL",
                 "HeraldPostgres",
             ],
             swiftSettings: strict),

@@ -7,7 +7,10 @@ extension APIServer {
     func createChannel(_ req: HTTPRequest) throws -> HTTPResponse {
         let o = try object(try jsonBody(req)!)
         try refuseUnknown(
-            o, allowed: ["id", "bundle_id", "mode", "environment", "storage_policy", "catch_up", "min_interval_ms", "priority10_budget_per_hour"])
+            o,
+            allowed: [
+                "id", "bundle_id", "mode", "environment", "storage_policy", "catch_up", "min_interval_ms", "priority10_budget_per_hour",
+            ])
         let id = try string(o, "id", required: true)!
         guard Identifier.isValidChannelID(id) else {
             throw APIError.invalid("id", "must be 1-128 characters of A-Z a-z 0-9 . _ - :")
@@ -51,7 +54,8 @@ extension APIServer {
                 logger.error("api.apns_channel_create_failed", ["channel": .string(id), "error": .string(error.description)])
                 switch error {
                 case .rejected(let status, let reason):
-                    throw APIError(status >= 500 ? 503 : 422, status >= 500 ? "unavailable" : "apns_rejected",
+                    throw APIError(
+                        status >= 500 ? 503 : 422, status >= 500 ? "unavailable" : "apns_rejected",
                         "APNs refused to create the broadcast channel: \(reason)")
                 case .unavailable(let m):
                     throw APIError(503, "unavailable", "APNs channel management is unavailable: \(m)", headers: [("retry-after", "5")])
@@ -68,7 +72,12 @@ extension APIServer {
             throw error
         }
         engine.prepare(env)
-        logger.info("api.channel_created", ["channel": .string(id), "mode": .string(mode.rawValue), "environment": .string(env.rawValue), "apns_channel_id": apnsID.map { .string($0) } ?? .null])
+        logger.info(
+            "api.channel_created",
+            [
+                "channel": .string(id), "mode": .string(mode.rawValue), "environment": .string(env.rawValue),
+                "apns_channel_id": apnsID.map { .string($0) } ?? .null,
+            ])
         return .json(201, Render.channel(ch, counts: (0, 0), lastEvent: nil), headers: [("location", "/v1/channels/\(id)")])
     }
 
@@ -82,7 +91,9 @@ extension APIServer {
 
     func showChannel(_ id: String) throws -> HTTPResponse {
         guard let c = try store.channel(id: id) else { throw StoreError.channelNotFound(id) }
-        return .json(200, Render.channel(c, counts: try store.subscriberCounts(channelNum: c.num), lastEvent: try store.lastEvent(channelNum: c.num)))
+        return .json(
+            200, Render.channel(c, counts: try store.subscriberCounts(channelNum: c.num), lastEvent: try store.lastEvent(channelNum: c.num))
+        )
     }
 
     func closeChannel(_ id: String) throws -> HTTPResponse {

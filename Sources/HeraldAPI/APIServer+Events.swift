@@ -25,19 +25,24 @@ extension APIServer {
         }
         let r = try store.publish(channelID: channel, event: event, idempotencyKey: key, dryRun: dryRun)
         if dryRun {
-            return .json(200, [
-                "dry_run": true, "event": .string(event.kind.rawValue), "payload": (try? JSON.parse(r.event.payload)) ?? .null,
-                "payload_bytes": .int(Int64(r.event.payload.count)), "limit_bytes": .int(Int64(r.limit)),
-                "targets": .int(r.targets), "broadcast": .bool(r.event.broadcastState == .pending),
-                "priority": .int(Int64(r.event.priority)), "aps_timestamp": .int(r.event.apsTimestamp),
-            ])
+            return .json(
+                200,
+                [
+                    "dry_run": true, "event": .string(event.kind.rawValue), "payload": (try? JSON.parse(r.event.payload)) ?? .null,
+                    "payload_bytes": .int(Int64(r.event.payload.count)), "limit_bytes": .int(Int64(r.limit)),
+                    "targets": .int(r.targets), "broadcast": .bool(r.event.broadcastState == .pending),
+                    "priority": .int(Int64(r.event.priority)), "aps_timestamp": .int(r.event.apsTimestamp),
+                ])
         }
         if r.created {
             engine.notifyCommitted(r.event, channel: r.channel)
             logger.info(
                 "api.event_accepted",
-                ["channel": .string(channel), "event_id": .string(r.event.id), "seq": .int(r.event.seq), "kind": .string(event.kind.rawValue),
-                 "bytes": .int(Int64(r.event.payload.count))])
+                [
+                    "channel": .string(channel), "event_id": .string(r.event.id), "seq": .int(r.event.seq),
+                    "kind": .string(event.kind.rawValue),
+                    "bytes": .int(Int64(r.event.payload.count)),
+                ])
         }
         let body: JSON = [
             "event_id": .string(r.event.id), "seq": .int(r.event.seq), "state": .string(r.event.state.rawValue),

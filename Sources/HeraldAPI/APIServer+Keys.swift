@@ -12,7 +12,8 @@ extension APIServer {
         if let c = o["channels"] {
             guard let arr = c.arrayValue else { throw APIError.invalid("channels", "must be an array of channel ids or prefix* patterns") }
             for p in arr {
-                guard let s = p.stringValue, !s.isEmpty, s == "*" || Identifier.isValidChannelID(s.hasSuffix("*") ? String(s.dropLast()) : s)
+                guard let s = p.stringValue, !s.isEmpty,
+                    s == "*" || Identifier.isValidChannelID(s.hasSuffix("*") ? String(s.dropLast()) : s)
                 else { throw APIError.invalid("channels", "entries must be channel ids or prefix* patterns") }
                 patterns.append(s)
             }
@@ -24,7 +25,9 @@ extension APIServer {
         // Code points, not Characters: one Character can carry any number of combining marks.
         if let label, label.unicodeScalars.count > 200 { throw APIError.invalid("label", "must be at most 200 characters") }
         let (key, secret) = try store.createKey(role: role, channels: patterns, label: label)
-        logger.info("api.key_created", ["key_id": .string(key.id), "role": .string(role.rawValue), "channels": .array(patterns.map { .string($0) })])
+        logger.info(
+            "api.key_created",
+            ["key_id": .string(key.id), "role": .string(role.rawValue), "channels": .array(patterns.map { .string($0) })])
         var body = Render.key(key).objectValue!
         body["secret"] = .string(secret)
         return .json(201, .object(body))

@@ -81,6 +81,7 @@ extension APIServer {
         if body.catchUp, let ch = r.channel, ch.catchUp, ch.currentEvent != nil, !r.joined.isEmpty {
             engine.notifyRegistered(channelID: channel, tokens: r.joined)
         }
-        return .json(200, ["subscribed": .int(Int64(r.subscribed)), "updated": .int(Int64(r.updated)), "unsubscribed": .int(Int64(r.unsubscribed))])
+        return .json(
+            200, ["subscribed": .int(Int64(r.subscribed)), "updated": .int(Int64(r.updated)), "unsubscribed": .int(Int64(r.unsubscribed))])
     }
 }

@@ -91,7 +91,8 @@ public final class APIServer: HTTPHandler {
         ).inc()
         duration.observe(Double(Monotonic.nanos() - start) / 1e9)
         if response.status >= 500 {
-            logger.warning("api.request_failed", ["route": .string(label), "method": .string(request.method), "status": .int(Int64(response.status))])
+            logger.warning(
+                "api.request_failed", ["route": .string(label), "method": .string(request.method), "status": .int(Int64(response.status))])
         }
         return response
     }

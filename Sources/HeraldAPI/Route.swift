@@ -4,11 +4,14 @@ import HeraldHTTPServer
 /// The routes of the contract. `label` is the metrics label (closed set, no ids).
 package enum Route: Equatable {
     case healthz, readyz, metrics
-    case channels, channel(String)
-    case keys, key(String)
+    case channels
+    case channel(String)
+    case keys
+    case key(String)
     case subscription(channel: String, token: String)
     case subscriptionsBatch(channel: String)
-    case events(channel: String), event(channel: String, id: String)
+    case events(channel: String)
+    case event(channel: String, id: String)
 
     package var label: String {
         switch self {

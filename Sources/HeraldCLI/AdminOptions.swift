@@ -81,10 +81,11 @@ struct AdminOptions {
     }
 
     /// Help lines for these options, shared by every client verb.
-    static let helpText = connectionHelp + """
+    static let helpText =
+        connectionHelp + """
 
-          --json              print the server's JSON (pretty-printed, sorted keys) instead of text
-        """
+              --json              print the server's JSON (pretty-printed, sorted keys) instead of text
+            """
 
     /// `helpText` without `--json` (publish).
     static let connectionHelp = """

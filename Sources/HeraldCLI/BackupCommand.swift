@@ -63,7 +63,8 @@ enum BackupCommand: HeraldCommand {
         let db = try args.option("--db", env: "HERALD_DB", default: "./herald.db")
         if StorageTarget(db).isPostgres {
             throw CommandFailure(
-                "\(StorageTarget(db).display) is PostgreSQL: back it up with pg_dump or the server's continuous archiving (PITR); herald backup copies SQLite files")
+                "\(StorageTarget(db).display) is PostgreSQL: back it up with pg_dump or the server's continuous archiving (PITR); herald backup copies SQLite files"
+            )
         }
         guard let to = try args.option("--to"), !to.isEmpty else { throw UsageError("--to FILE is required") }
         let json = args.flag("--json")
@@ -78,8 +79,11 @@ enum BackupCommand: HeraldCommand {
                     ("source", report.source),
                     ("integrity", report.isSound ? "ok" : "FAILED"),
                     ("schema", String(report.schema)),
-                    ("contents", "\(TextOutput.count(report.channels)) channels, "
-                        + "\(TextOutput.count(report.subscriptions)) subscriptions, \(TextOutput.count(report.events)) events"),
+                    (
+                        "contents",
+                        "\(TextOutput.count(report.channels)) channels, "
+                            + "\(TextOutput.count(report.subscriptions)) subscriptions, \(TextOutput.count(report.events)) events"
+                    ),
                     ("took", TextOutput.duration(report.seconds)),
                 ]))
         }
@@ -182,7 +186,8 @@ enum BackupCommand: HeraldCommand {
             guard tables.contains(table) else { return 0 }
             return try c.queryValue("SELECT count(*) FROM \(table)")?.int64Value ?? 0
         }
-        report.schema = tables.contains("schema_migrations")
+        report.schema =
+            tables.contains("schema_migrations")
             ? Int(try c.queryValue("SELECT max(version) FROM schema_migrations")?.int64Value ?? 0) : 0
         report.channels = try count("channels")
         report.subscriptions = try count("subscriptions")

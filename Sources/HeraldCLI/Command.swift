@@ -39,8 +39,16 @@ public final class Console: @unchecked Sendable {
     }
 
     /// What was written, when capturing.
-    public var capturedOutput: String { lock.lock(); defer { lock.unlock() }; return String(decoding: out ?? [], as: UTF8.self) }
-    public var capturedError: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err ?? [], as: UTF8.self) }
+    public var capturedOutput: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: out ?? [], as: UTF8.self)
+    }
+    public var capturedError: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: err ?? [], as: UTF8.self)
+    }
 }
 
 /// A `herald` verb.

@@ -71,9 +71,12 @@ enum DemoCommand: HeraldCommand {
 
         // 3. A channel and its audience, as an app backend would register them.
         let channel = "demo-final-\(Int(started.timeIntervalSince1970))"
-        try admin.call("POST", "/v1/channels", body: ["id": .string(channel), "bundle_id": "com.example.matchday", "environment": "sandbox"])
-        let publisherKey = try admin.call("POST", "/v1/keys", body: ["role": "publisher", "channels": [.string(channel)], "label": "demo feed"])
-        let publisher = AdminClient(server: api, token: publisherKey["secret"]?.stringValue ?? "", tokenSource: "the demo feed", timeout: 30)
+        try admin.call(
+            "POST", "/v1/channels", body: ["id": .string(channel), "bundle_id": "com.example.matchday", "environment": "sandbox"])
+        let publisherKey = try admin.call(
+            "POST", "/v1/keys", body: ["role": "publisher", "channels": [.string(channel)], "label": "demo feed"])
+        let publisher = AdminClient(
+            server: api, token: publisherKey["secret"]?.stringValue ?? "", tokenSource: "the demo feed", timeout: 30)
         var g = SystemRandomNumberGenerator()
         func token() -> String { Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &g) }) }
         let activityTokens = (0..<subscribers).map { _ in token() }
@@ -92,29 +95,43 @@ enum DemoCommand: HeraldCommand {
 
         // 4. The match, as a sports feed publishes it.
         let plays: [Play] = [
-            Play(minute: 0, headline: "Kick-off soon (start → push-to-start tokens)", aps: [
-                "event": "start", "attributes-type": "MatchAttributes", "attributes": ["matchID": "final-2026"],
-                "content-state": ["home": 0, "away": 0, "minute": 0, "status": "pre"],
-                "alert": ["title": "Kick-off soon", "body": "Follow the final live"],
-            ]),
-            Play(minute: 1, headline: "Kick-off", aps: ["event": "update", "content-state": ["home": 0, "away": 0, "minute": 1, "status": "live"]]),
-            Play(minute: 23, headline: "GOAL! Home lead 1-0", aps: [
-                "event": "update", "content-state": ["home": 1, "away": 0, "minute": 23, "status": "live"],
-                "alert": ["title": "Goal!", "body": "Home 1-0"], "relevance-score": 100,
-            ]),
-            Play(minute: 45, headline: "Half time", aps: ["event": "update", "content-state": ["home": 1, "away": 0, "minute": 45, "status": "half-time"]]),
-            Play(minute: 67, headline: "GOAL! Away level 1-1", aps: [
-                "event": "update", "content-state": ["home": 1, "away": 1, "minute": 67, "status": "live"],
-                "alert": ["title": "Goal!", "body": "Away 1-1"], "relevance-score": 100,
-            ]),
-            Play(minute: 88, headline: "GOAL! Home 2-1", aps: [
-                "event": "update", "content-state": ["home": 2, "away": 1, "minute": 88, "status": "live"],
-                "alert": ["title": "Goal!", "body": "Home 2-1"], "relevance-score": 100,
-            ]),
-            Play(minute: 90, headline: "Full time (end)", aps: [
-                "event": "end", "content-state": ["home": 2, "away": 1, "minute": 90, "status": "full-time"],
-                "alert": ["title": "Full time", "body": "Home win, 2-1"],
-            ]),
+            Play(
+                minute: 0, headline: "Kick-off soon (start → push-to-start tokens)",
+                aps: [
+                    "event": "start", "attributes-type": "MatchAttributes", "attributes": ["matchID": "final-2026"],
+                    "content-state": ["home": 0, "away": 0, "minute": 0, "status": "pre"],
+                    "alert": ["title": "Kick-off soon", "body": "Follow the final live"],
+                ]),
+            Play(
+                minute: 1, headline: "Kick-off",
+                aps: ["event": "update", "content-state": ["home": 0, "away": 0, "minute": 1, "status": "live"]]),
+            Play(
+                minute: 23, headline: "GOAL! Home lead 1-0",
+                aps: [
+                    "event": "update", "content-state": ["home": 1, "away": 0, "minute": 23, "status": "live"],
+                    "alert": ["title": "Goal!", "body": "Home 1-0"], "relevance-score": 100,
+                ]),
+            Play(
+                minute: 45, headline: "Half time",
+                aps: ["event": "update", "content-state": ["home": 1, "away": 0, "minute": 45, "status": "half-time"]]),
+            Play(
+                minute: 67, headline: "GOAL! Away level 1-1",
+                aps: [
+                    "event": "update", "content-state": ["home": 1, "away": 1, "minute": 67, "status": "live"],
+                    "alert": ["title": "Goal!", "body": "Away 1-1"], "relevance-score": 100,
+                ]),
+            Play(
+                minute: 88, headline: "GOAL! Home 2-1",
+                aps: [
+                    "event": "update", "content-state": ["home": 2, "away": 1, "minute": 88, "status": "live"],
+                    "alert": ["title": "Goal!", "body": "Home 2-1"], "relevance-score": 100,
+                ]),
+            Play(
+                minute: 90, headline: "Full time (end)",
+                aps: [
+                    "event": "end", "content-state": ["home": 2, "away": 1, "minute": 90, "status": "full-time"],
+                    "alert": ["title": "Full time", "body": "Home win, 2-1"],
+                ]),
         ]
         let matchStart = Date()
         for play in plays {
@@ -141,7 +158,8 @@ enum DemoCommand: HeraldCommand {
         let stats = sim.stats()
         let ended = activityTokens.filter { sim.pushes(to: $0).last?.event == "end" }.count
         let startedActivities = starters.filter { sim.pushes(to: $0).first?.event == "start" }.count
-        console.print("""
+        console.print(
+            """
 
             The simulator (APNs) accepted \(fmt(stats.accepted)) pushes over \(stats.connections) connection(s):
               \(fmt(ended)) of \(fmt(subscribers)) Live Activities show the final score (their last push is the end event),

@@ -84,4 +84,3 @@ final class HTTPExchange: Sendable {
         return error.localizedDescription
     }
 }
-

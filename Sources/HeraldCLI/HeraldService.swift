@@ -47,7 +47,9 @@ final class HeraldService: Sendable {
             pools = APNSPools(settings: a, jwt: jwt, logger: logger.with(subsystem: "sender"), metrics: metrics)
         } else {
             pools = nil
-            logger.warning("herald.no_apns_credentials", ["hint": "set HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID and HERALD_APNS_TEAM_ID; pushes fail until then"])
+            logger.warning(
+                "herald.no_apns_credentials",
+                ["hint": "set HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID and HERALD_APNS_TEAM_ID; pushes fail until then"])
         }
         let transports: PushTransports = pools.map { PoolTransports(pools: $0) } ?? NoAPNSTransports()
         engine = FanoutEngine(store: store, transports: transports, logger: logger, metrics: metrics)
@@ -72,7 +74,8 @@ final class HeraldService: Sendable {
                 mc.maxBodyBytes = 1024
                 let onlyHealth = HTTPHandlerFunction { req in
                     ["/metrics", "/healthz", "/readyz"].contains(req.path)
-                        ? handler.handle(req) : .error(404, code: "not_found", message: "this listener serves /metrics, /healthz and /readyz")
+                        ? handler.handle(req)
+                        : .error(404, code: "not_found", message: "this listener serves /metrics, /healthz and /readyz")
                 }
                 metricsServer = try HTTPServer(config: mc, logger: logger.with(subsystem: "http"), handler: onlyHealth)
             } else {
@@ -94,8 +97,11 @@ final class HeraldService: Sendable {
         }
         logger.info(
             "herald.started",
-            ["api": .string("http://\(HostPort(host: api.boundAddress, port: Int(api.port)))"), "metrics": metricsServer.map { .string("http://\(HostPort(host: $0.boundAddress, port: Int($0.port)))") } ?? .null,
-             "db": .string(target.display), "apns": .string(jwt == nil ? "not configured" : (s.apnsHost?.description ?? "Apple"))])
+            [
+                "api": .string("http://\(HostPort(host: api.boundAddress, port: Int(api.port)))"),
+                "metrics": metricsServer.map { .string("http://\(HostPort(host: $0.boundAddress, port: Int($0.port)))") } ?? .null,
+                "db": .string(target.display), "apns": .string(jwt == nil ? "not configured" : (s.apnsHost?.description ?? "Apple")),
+            ])
     }
 
     /// Stops taking requests, then the scheduler (events in flight stay `sending` and

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
-import HeraldHTTPServer
 import HeraldCrypto
+import HeraldHTTPServer
 import HeraldStore
 
 /// `herald serve`: runs the service until SIGINT/SIGTERM.
@@ -47,7 +47,8 @@ enum ServeCommand: HeraldCommand {
             problems.append("database \(StorageTarget(s.db).display): \(error)")
         }
         if problems.isEmpty {
-            console.print("configuration ok: API on \(s.listen), database \(StorageTarget(s.db).display), APNs \(s.apnsHost?.description ?? "Apple")")
+            console.print(
+                "configuration ok: API on \(s.listen), database \(StorageTarget(s.db).display), APNs \(s.apnsHost?.description ?? "Apple")")
             return ExitCode.ok
         }
         for p in problems { console.error("herald serve --check-config: \(p)") }
@@ -76,9 +77,10 @@ enum MigrateCommand: HeraldCommand {
         let target = StorageTarget(db)
         do {
             let (applied, schema) = try target.migrate()
-            console.print(applied.isEmpty
-                ? "\(target.display): up to date (schema \(schema))"
-                : "\(target.display): applied \(applied.map(String.init).joined(separator: ", ")) (schema \(schema))")
+            console.print(
+                applied.isEmpty
+                    ? "\(target.display): up to date (schema \(schema))"
+                    : "\(target.display): applied \(applied.map(String.init).joined(separator: ", ")) (schema \(schema))")
             return ExitCode.ok
         } catch {
             throw CommandFailure("\(target.display): \(error)")

@@ -16,24 +16,58 @@ struct ServeOption: Sendable {
 struct ServeSettings: Sendable {
     static let options: [ServeOption] = [
         ServeOption(flag: "--listen", env: "HERALD_LISTEN", defaultValue: "127.0.0.1:8080", help: "address of the HTTP API"),
-        ServeOption(flag: "--metrics-listen", env: "HERALD_METRICS_LISTEN", defaultValue: nil, help: "extra address serving only /metrics, /healthz and /readyz (a private network)"),
-        ServeOption(flag: "--db", env: "HERALD_DB", defaultValue: "./herald.db", help: "SQLite database file, or a postgresql:// URL (password in PGPASSWORD or ~/.pgpass); created or migrated on start"),
-        ServeOption(flag: "--db-sync", env: "HERALD_DB_SYNC", defaultValue: "full", help: "full: every commit fsynced (survives power loss); normal: survives a process crash only"),
-        ServeOption(flag: "--admin-token", env: "HERALD_ADMIN_TOKEN", defaultValue: nil, help: "the admin bearer token; when absent one is made and written to --admin-token-file"),
-        ServeOption(flag: "--admin-token-file", env: "HERALD_ADMIN_TOKEN_FILE", defaultValue: "<db>.admin-token", help: "where the generated admin token is kept (mode 0600)"),
-        ServeOption(flag: "--apns-key-file", env: "HERALD_APNS_KEY_FILE", defaultValue: nil, help: "the .p8 signing key from Apple (never logged)"),
+        ServeOption(
+            flag: "--metrics-listen", env: "HERALD_METRICS_LISTEN", defaultValue: nil,
+            help: "extra address serving only /metrics, /healthz and /readyz (a private network)"),
+        ServeOption(
+            flag: "--db", env: "HERALD_DB", defaultValue: "./herald.db",
+            help: "SQLite database file, or a postgresql:// URL (password in PGPASSWORD or ~/.pgpass); created or migrated on start"),
+        ServeOption(
+            flag: "--db-sync", env: "HERALD_DB_SYNC", defaultValue: "full",
+            help: "full: every commit fsynced (survives power loss); normal: survives a process crash only"),
+        ServeOption(
+            flag: "--admin-token", env: "HERALD_ADMIN_TOKEN", defaultValue: nil,
+            help: "the admin bearer token; when absent one is made and written to --admin-token-file"),
+        ServeOption(
+            flag: "--admin-token-file", env: "HERALD_ADMIN_TOKEN_FILE", defaultValue: "<db>.admin-token",
+            help: "where the generated admin token is kept (mode 0600)"),
+        ServeOption(
+            flag: "--apns-key-file", env: "HERALD_APNS_KEY_FILE", defaultValue: nil, help: "the .p8 signing key from Apple (never logged)"),
         ServeOption(flag: "--apns-key-id", env: "HERALD_APNS_KEY_ID", defaultValue: nil, help: "the key's 10-character Key ID"),
         ServeOption(flag: "--apns-team-id", env: "HERALD_APNS_TEAM_ID", defaultValue: nil, help: "your 10-character Team ID"),
-        ServeOption(flag: "--apns-host", env: "HERALD_APNS_HOST", defaultValue: nil, help: "token-push host:port for both environments (default: Apple's, by the channel's environment; the simulator: 127.0.0.1:2197)"),
-        ServeOption(flag: "--apns-broadcast-host", env: "HERALD_APNS_BROADCAST_HOST", defaultValue: nil, help: "broadcast host:port (default: the token host)"),
-        ServeOption(flag: "--apns-management-host", env: "HERALD_APNS_MANAGEMENT_HOST", defaultValue: nil, help: "channel-management host:port (default: Apple's, ports 2195/2196; with --apns-host, that host)"),
-        ServeOption(flag: "--apns-ca-file", env: "HERALD_APNS_CA_FILE", defaultValue: nil, help: "PEM file of roots to trust for APNs (the simulator's certificate); default: the system store"),
-        ServeOption(flag: "--apns-connections", env: "HERALD_APNS_CONNECTIONS", defaultValue: "4", help: "token-push connections per environment"),
+        ServeOption(
+            flag: "--apns-host", env: "HERALD_APNS_HOST", defaultValue: nil,
+            help:
+                "token-push host:port for both environments (default: Apple's, by the channel's environment; the simulator: 127.0.0.1:2197)"
+        ),
+        ServeOption(
+            flag: "--apns-broadcast-host", env: "HERALD_APNS_BROADCAST_HOST", defaultValue: nil,
+            help: "broadcast host:port (default: the token host)"),
+        ServeOption(
+            flag: "--apns-management-host", env: "HERALD_APNS_MANAGEMENT_HOST", defaultValue: nil,
+            help: "channel-management host:port (default: Apple's, ports 2195/2196; with --apns-host, that host)"),
+        ServeOption(
+            flag: "--apns-ca-file", env: "HERALD_APNS_CA_FILE", defaultValue: nil,
+            help: "PEM file of roots to trust for APNs (the simulator's certificate); default: the system store"),
+        ServeOption(
+            flag: "--apns-connections", env: "HERALD_APNS_CONNECTIONS", defaultValue: "4", help: "token-push connections per environment"),
         ServeOption(flag: "--http-threads", env: "HERALD_HTTP_THREADS", defaultValue: "4", help: "API worker threads"),
-        ServeOption(flag: "--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", defaultValue: "<file limit − reserve>", help: "open API connections at most; at the cap the longest-idle one is closed for a new client. Default: the file limit (raised to its hard limit at start) less a reserve for the rest of herald, at most 65536; a value above what the limit allows is refused at start"),
-        ServeOption(flag: "--http-max-connections-per-ip", env: "HERALD_HTTP_MAX_CONNECTIONS_PER_IP", defaultValue: "128", help: "open API connections per client address at most; beyond it new ones are closed at once (0: no limit — behind one proxy every client has its address, so set 0 there and limit at the proxy)"),
-        ServeOption(flag: "--http-timeout", env: "HERALD_HTTP_TIMEOUT", defaultValue: "30", help: "seconds an idle or stalled API connection is kept"),
-        ServeOption(flag: "--log-level", env: "HERALD_LOG_LEVEL", defaultValue: "info", help: "debug, info, warning or error (JSON lines on stderr)"),
+        ServeOption(
+            flag: "--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", defaultValue: "<file limit − reserve>",
+            help:
+                "open API connections at most; at the cap the longest-idle one is closed for a new client. Default: the file limit (raised to its hard limit at start) less a reserve for the rest of herald, at most 65536; a value above what the limit allows is refused at start"
+        ),
+        ServeOption(
+            flag: "--http-max-connections-per-ip", env: "HERALD_HTTP_MAX_CONNECTIONS_PER_IP", defaultValue: "128",
+            help:
+                "open API connections per client address at most; beyond it new ones are closed at once (0: no limit — behind one proxy every client has its address, so set 0 there and limit at the proxy)"
+        ),
+        ServeOption(
+            flag: "--http-timeout", env: "HERALD_HTTP_TIMEOUT", defaultValue: "30",
+            help: "seconds an idle or stalled API connection is kept"),
+        ServeOption(
+            flag: "--log-level", env: "HERALD_LOG_LEVEL", defaultValue: "info", help: "debug, info, warning or error (JSON lines on stderr)"
+        ),
     ]
 
     var listen = HostPort(host: "127.0.0.1", port: 8080)
@@ -75,7 +109,8 @@ struct ServeSettings: Sendable {
         guard sync == "full" || sync == "normal" else { throw UsageError("--db-sync must be full or normal, got '\(sync)'") }
         s.syncFull = sync == "full"
         s.adminToken = try args.option("--admin-token", env: "HERALD_ADMIN_TOKEN")
-        s.adminTokenFile = try args.option("--admin-token-file", env: "HERALD_ADMIN_TOKEN_FILE") ?? StorageTarget(s.db).defaultAdminTokenFile
+        s.adminTokenFile =
+            try args.option("--admin-token-file", env: "HERALD_ADMIN_TOKEN_FILE") ?? StorageTarget(s.db).defaultAdminTokenFile
         s.apnsKeyFile = try args.option("--apns-key-file", env: "HERALD_APNS_KEY_FILE")
         s.apnsKeyID = try args.option("--apns-key-id", env: "HERALD_APNS_KEY_ID")
         s.apnsTeamID = try args.option("--apns-team-id", env: "HERALD_APNS_TEAM_ID")
@@ -86,7 +121,8 @@ struct ServeSettings: Sendable {
         s.apnsConnections = try args.intOption("--apns-connections", env: "HERALD_APNS_CONNECTIONS", range: 1...64) ?? 4
         s.httpThreads = try args.intOption("--http-threads", env: "HERALD_HTTP_THREADS", range: 1...256) ?? 4
         s.httpMaxConnections = try args.intOption("--http-max-connections", env: "HERALD_HTTP_MAX_CONNECTIONS", range: 1...100_000)
-        s.httpMaxConnectionsPerIP = try args.intOption("--http-max-connections-per-ip", env: "HERALD_HTTP_MAX_CONNECTIONS_PER_IP", range: 0...100_000) ?? 128
+        s.httpMaxConnectionsPerIP =
+            try args.intOption("--http-max-connections-per-ip", env: "HERALD_HTTP_MAX_CONNECTIONS_PER_IP", range: 0...100_000) ?? 128
         s.httpTimeout = try args.intOption("--http-timeout", env: "HERALD_HTTP_TIMEOUT", range: 1...3600) ?? 30
         let level = try args.option("--log-level", env: "HERALD_LOG_LEVEL", default: "info")
         guard let l = LogLevel(name: level) else { throw UsageError("--log-level must be debug, info, warning or error") }
@@ -94,7 +130,9 @@ struct ServeSettings: Sendable {
         s.checkConfig = args.flag("--check-config")
         let keyParts = [s.apnsKeyFile, s.apnsKeyID, s.apnsTeamID].filter { $0 != nil }.count
         if keyParts != 0 && keyParts != 3 {
-            throw UsageError("APNs credentials need all three of --apns-key-file, --apns-key-id and --apns-team-id (or HERALD_APNS_KEY_FILE, _KEY_ID, _TEAM_ID)")
+            throw UsageError(
+                "APNs credentials need all three of --apns-key-file, --apns-key-id and --apns-team-id (or HERALD_APNS_KEY_FILE, _KEY_ID, _TEAM_ID)"
+            )
         }
         return s
     }

@@ -65,7 +65,8 @@ enum SubsImport {
         let body = JSON.object(fields)
         let reply = try client.exchange("POST", SubsCommand.batchPath(channel), body: body)
         if reply.status == 422, let (code, message) = reply.apiError {
-            let before = "\(TextOutput.count(totals.tokens)) tokens from earlier lines were imported; "
+            let before =
+                "\(TextOutput.count(totals.tokens)) tokens from earlier lines were imported; "
                 + "nothing from this batch or later lines was"
             if let i = badIndex(in: message), batch.indices.contains(i) {
                 throw CommandFailure(

@@ -26,7 +26,8 @@ final class TokenLines {
             return
         }
         guard let h = FileHandle(forReadingAtPath: path) else {
-            throw CommandFailure("cannot read \(path): " + (FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file"))
+            throw CommandFailure(
+                "cannot read \(path): " + (FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file"))
         }
         name = path
         handle = h

@@ -2,7 +2,8 @@ import Foundation
 
 /// Log levels, ordered.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
-    case debug = 0, info, warning, error
+    case debug = 0
+    case info, warning, error
 
     public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 

@@ -28,13 +28,17 @@ public enum Identifiers {
                 }
             }
             put(a >> 32, 8)
-            buf[i] = UInt8(ascii: "-"); i += 1
+            buf[i] = UInt8(ascii: "-")
+            i += 1
             put((a >> 16) & 0xffff, 4)
-            buf[i] = UInt8(ascii: "-"); i += 1
+            buf[i] = UInt8(ascii: "-")
+            i += 1
             put(a & 0xffff, 4)
-            buf[i] = UInt8(ascii: "-"); i += 1
+            buf[i] = UInt8(ascii: "-")
+            i += 1
             put(b >> 48, 4)
-            buf[i] = UInt8(ascii: "-"); i += 1
+            buf[i] = UInt8(ascii: "-")
+            i += 1
             put(b & 0xffff_ffff_ffff, 12)
             return 36
         }

@@ -1,9 +1,9 @@
 import COpenSSL
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// Self-signed X.509 certificates for the APNs simulator's TLS listener.

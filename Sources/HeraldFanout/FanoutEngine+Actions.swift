@@ -50,7 +50,9 @@ extension FanoutEngine {
                 let n = try store.prune(channelNum: p.channelNum, p.items)
                 return scheduler.pruned(p, removed: n)
             } catch {
-                if p.run != nil { logger.warning("fanout.prune_failed", ["channel_num": .int(p.channelNum), "error": .string("\(error)")]) }
+                if p.run != nil {
+                    logger.warning("fanout.prune_failed", ["channel_num": .int(p.channelNum), "error": .string("\(error)")])
+                }
                 return scheduler.pruned(p, removed: nil)
             }
         case .finish(let f):
@@ -66,9 +68,10 @@ extension FanoutEngine {
             return []
         case .retryFinishes(let list):
             for f in list {
-                let ok = (try? store.finishEvent(
-                    eventID: f.eventID, shards: f.shards, state: f.state, counters: f.counters, reason: f.reason,
-                    supersededBy: f.supersededBy)) != nil
+                let ok =
+                    (try? store.finishEvent(
+                        eventID: f.eventID, shards: f.shards, state: f.state, counters: f.counters, reason: f.reason,
+                        supersededBy: f.supersededBy)) != nil
                 scheduler.finishRetried(f, recorded: ok)
             }
             return []

@@ -12,14 +12,19 @@ final class FanoutMetrics: Sendable {
 
     init(_ r: MetricsRegistry) {
         registry = r
-        superseded = r.counter("herald_events_superseded_total", help: "Events superseded by a newer update or end before reaching every target.")
-        pruned = r.counter("herald_subscriptions_pruned_total", help: "Subscriptions removed because APNs reported the token dead (410, BadDeviceToken).")
-        guardTrips = r.counter("herald_prune_guard_trips_total", help: "Events whose share of dead tokens was implausible: pruning stopped, subscriptions kept.")
+        superseded = r.counter(
+            "herald_events_superseded_total", help: "Events superseded by a newer update or end before reaching every target.")
+        pruned = r.counter(
+            "herald_subscriptions_pruned_total", help: "Subscriptions removed because APNs reported the token dead (410, BadDeviceToken).")
+        guardTrips = r.counter(
+            "herald_prune_guard_trips_total",
+            help: "Events whose share of dead tokens was implausible: pruning stopped, subscriptions kept.")
         catchUps = r.counter("herald_catchup_pushes_total", help: "Current-state pushes sent to late joiners.")
         catchUpsDropped = r.counter(
             "herald_catchup_dropped_total",
             help: "Late joiners not sent the current state because 100000 were already waiting (they get the next event).")
-        downgrades = r.counter("herald_priority_downgrades_total", help: "Events sent at priority 5 because the channel's priority-10 budget was spent.")
+        downgrades = r.counter(
+            "herald_priority_downgrades_total", help: "Events sent at priority 5 because the channel's priority-10 budget was spent.")
         broadcasts = r.counter("herald_broadcast_pushes_total", help: "Broadcast requests accepted by APNs.")
         broadcastFailures = r.counter("herald_broadcast_failures_total", help: "Broadcast requests that failed.")
         duration = r.histogram(
@@ -41,7 +46,9 @@ final class FanoutMetrics: Sendable {
     /// Live subscriptions of every channel, by kind (refreshed by the sweep, not per scrape:
     /// counting millions of rows per scrape would load the database).
     func subscriptions(_ kind: SubscriptionKind) -> Gauge {
-        registry.gauge("herald_subscriptions", help: "Subscriptions in the registry, by kind (refreshed every sweep).", labels: ["kind": kind.rawValue])
+        registry.gauge(
+            "herald_subscriptions", help: "Subscriptions in the registry, by kind (refreshed every sweep).", labels: ["kind": kind.rawValue]
+        )
     }
 
     func events(_ kind: String, _ state: String) -> Counter {

@@ -120,10 +120,12 @@ extension FanoutScheduler {
             metrics.guardTrips.inc()
             logger.error(
                 "fanout.prune_guard_tripped",
-                ["event_id": .string(run.record.id), "channel": .string(ch.channel.id), "bundle_id": .string(ch.channel.bundleID),
-                 "environment": .string(ch.channel.environment.rawValue), "invalid": .int(Int64(run.deadAnswers)),
-                 "answers": .int(Int64(run.answers)),
-                 "hint": "most tokens were refused as invalid: check the channel's environment and bundle id; subscriptions kept"])
+                [
+                    "event_id": .string(run.record.id), "channel": .string(ch.channel.id), "bundle_id": .string(ch.channel.bundleID),
+                    "environment": .string(ch.channel.environment.rawValue), "invalid": .int(Int64(run.deadAnswers)),
+                    "answers": .int(Int64(run.answers)),
+                    "hint": "most tokens were refused as invalid: check the channel's environment and bundle id; subscriptions kept",
+                ])
         }
         if run.guardTripped {
             run.counters.failed += Int64(run.heldInvalid.count)
@@ -160,8 +162,10 @@ extension FanoutScheduler {
             metrics.broadcasts.inc()
             logger.info(
                 "fanout.broadcast_sent",
-                ["event_id": .string(run.record.id), "apns_request_id": rid.map { .string($0) } ?? .null,
-                 "apns_unique_id": unique.map { .string($0) } ?? .null])
+                [
+                    "event_id": .string(run.record.id), "apns_request_id": rid.map { .string($0) } ?? .null,
+                    "apns_unique_id": unique.map { .string($0) } ?? .null,
+                ])
         case .cancelled:
             state = .skipped
         case .outcome(.channelGone, _):

@@ -136,8 +136,10 @@ extension FanoutScheduler {
                     bundleID: ch.channel.bundleID, expiration: run.record.expiration, payload: run.record.payload)))
         logger.info(
             "fanout.event_started",
-            ["event_id": .string(run.record.id), "channel": .string(ch.channel.id), "kind": .string(run.record.kind.rawValue),
-             "seq": .int(run.record.seq), "priority": .int(Int64(run.priority)), "resumed": .bool(run.record.cursor != nil)])
+            [
+                "event_id": .string(run.record.id), "channel": .string(ch.channel.id), "kind": .string(run.record.kind.rawValue),
+                "seq": .int(run.record.seq), "priority": .int(Int64(run.priority)), "resumed": .bool(run.record.cursor != nil),
+            ])
         if run.usesBroadcast {
             runs[run.id] = run
             if let b = broadcastSubmit(run.id) { actions.append(.broadcast(b)) }
@@ -166,7 +168,8 @@ extension FanoutScheduler {
     mutating func nextBatch(_ id: RunID, _ actions: inout [FanoutAction]) {
         guard let run = runs[id], let ch = channels[run.channelNum], !run.scanning else { return }
         if let b = run.unsubmitted {
-            actions.append(.submit(BatchSubmit(run: id, environment: ch.channel.environment, batch: b.ordinal, tokens: b.tokens, express: b.express)))
+            actions.append(
+                .submit(BatchSubmit(run: id, environment: ch.channel.environment, batch: b.ordinal, tokens: b.tokens, express: b.express)))
             return
         }
         guard !run.scanDone, run.inFlight.count < config.maxBatchesInFlight else { return }
@@ -296,11 +299,13 @@ extension FanoutScheduler {
         metrics.events(run.record.kind.rawValue, state.rawValue).inc()
         logger.info(
             "fanout.event_finished",
-            ["event_id": .string(run.record.id), "channel": .string(run.record.channelID), "state": .string(state.rawValue),
-             "targets": .int(run.counters.targets), "sent": .int(run.counters.sent), "failed": .int(run.counters.failed),
-             "pruned": .int(run.counters.pruned), "retried": .int(run.counters.retried), "skipped": .int(run.counters.skipped),
-             "reason": run.stopReason.map { .string($0) } ?? .null,
-             "seconds": .double(run.started ? now - run.startedAt : 0)])
+            [
+                "event_id": .string(run.record.id), "channel": .string(run.record.channelID), "state": .string(state.rawValue),
+                "targets": .int(run.counters.targets), "sent": .int(run.counters.sent), "failed": .int(run.counters.failed),
+                "pruned": .int(run.counters.pruned), "retried": .int(run.counters.retried), "skipped": .int(run.counters.skipped),
+                "reason": run.stopReason.map { .string($0) } ?? .null,
+                "seconds": .double(run.started ? now - run.startedAt : 0),
+            ])
     }
 
     /// Checkpoints, final states to write again, sweeps.
@@ -316,7 +321,8 @@ extension FanoutScheduler {
                 guard var run = runs[id], run.started, !run.stopped else { continue }
                 // Every interval, and as soon as half the duplicate window is answered (so
                 // the window rarely holds the sender back).
-                let due = now - run.lastCheckpointWrite >= config.checkpointInterval
+                let due =
+                    now - run.lastCheckpointWrite >= config.checkpointInterval
                     || run.batchesCheckpointed - run.batchesWritten >= max(1, config.maxBatchesPastCheckpoint / 2)
                 guard run.checkpointDirty && due else { continue }
                 run.checkpointDirty = false

@@ -97,7 +97,8 @@ struct RunState {
         channelNum = record.channelNum
         kind = record.kind == .start ? .pushToStart : .activity
         usesTokens = channel.mode.usesTokens || record.kind == .start
-        usesBroadcast = channel.mode.usesBroadcast && record.kind != .start && channel.apnsChannelID != nil
+        usesBroadcast =
+            channel.mode.usesBroadcast && record.kind != .start && channel.apnsChannelID != nil
             && record.broadcastState == .pending
         priority = record.priority
         counters = record.counters

@@ -79,7 +79,10 @@ extension HTTPServer {
         registry.sampledGauge(
             "herald_http_requests_in_flight", help: "HTTP requests received and not yet answered.", labels: labels
         ) { [weak core] in Double(core?.inFlight.count ?? 0) }
-        registry.sampledCounter("herald_http_requests_received_total", help: "HTTP requests received by the listener (all routes, before routing).", labels: labels) {
+        registry.sampledCounter(
+            "herald_http_requests_received_total", help: "HTTP requests received by the listener (all routes, before routing).",
+            labels: labels
+        ) {
             [weak core] in Double(core?.requests.load(ordering: .relaxed) ?? 0)
         }
         registry.sampledCounter(

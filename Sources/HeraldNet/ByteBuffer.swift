@@ -1,5 +1,6 @@
 import CSystem
 import Glibc
+
 /// A growable byte queue: appended at the back, consumed from the front. Used to coalesce
 /// nghttp2's many small frames into one `SSL_write` (interop notes: 3× less CPU).
 struct ByteBuffer {

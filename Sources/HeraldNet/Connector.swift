@@ -1,6 +1,6 @@
 import CSystem
-import Glibc
 import Foundation
+import Glibc
 import HeraldCore
 
 /// Opens a TCP connection: a fresh DNS lookup off the loop (Apple asks for one per new

@@ -1,6 +1,6 @@
 import CSystem
-import Glibc
 import Foundation
+import Glibc
 import HeraldCore
 import Synchronization
 

@@ -114,7 +114,8 @@ enum HTTP2Callbacks {
         let c = session(ud)
         guard let s = c.stream(streamID) else { return 0 }
         if c.role == .client && s.status != 0 && errorCode == 0 {
-            c.sink.append(.response(streamID, HTTP2Response(status: s.status, headers: s.headers, body: s.responseBody), context: s.context))
+            c.sink.append(
+                .response(streamID, HTTP2Response(status: s.status, headers: s.headers, body: s.responseBody), context: s.context))
         } else {
             c.sink.append(.streamClosed(streamID, errorCode: errorCode, context: s.context))
         }

@@ -1,7 +1,7 @@
-import CSystem
-import Glibc
 import CNghttp2
+import CSystem
 import Foundation
+import Glibc
 import HeraldCore
 
 /// Deadlines and limits of an HTTP/2 client connection.

@@ -1,5 +1,6 @@
 import CSystem
 import Glibc
+
 /// A request to send on an HTTP/2 client connection.
 public struct HTTP2Request: Sendable {
     public var method: String

@@ -1,6 +1,6 @@
+import CNghttp2
 import CSystem
 import Glibc
-import CNghttp2
 
 /// HTTP/2 header fields packed in one byte buffer, so building a request costs one or two
 /// allocations instead of one per field. Names must be lower case (RFC 9113 §8.2).

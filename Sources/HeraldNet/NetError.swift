@@ -1,6 +1,6 @@
 import CSystem
-import Glibc
 import Foundation
+import Glibc
 
 /// Transport failures (the only things in the network layer that throw — outcomes of
 /// requests are values).

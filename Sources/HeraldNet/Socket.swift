@@ -1,6 +1,6 @@
 import CSystem
-import Glibc
 import Foundation
+import Glibc
 import HeraldCore
 
 /// A host and port as written in flags and environment variables: `127.0.0.1:8080`,

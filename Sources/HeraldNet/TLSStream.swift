@@ -1,7 +1,7 @@
-import CSystem
-import Glibc
 import COpenSSL
+import CSystem
 import Foundation
+import Glibc
 import HeraldCore
 import HeraldCrypto
 

@@ -58,8 +58,11 @@ public struct LeaseTable: Sendable {
             UPDATE leases SET expires_at = clock_timestamp() + $5::int8 * interval '1 millisecond'
             WHERE channel = $1 AND shard = $2 AND owner = $3 AND attempt = $4
             RETURNING channel, shard, attempt, expires_at, clock_timestamp() AS now
-            """, [.int8(lease.channel), .int8(lease.shard), .text(lease.owner.rawValue), .int8(lease.attempt),
-                  .int8(durationMillis)])
+            """,
+            [
+                .int8(lease.channel), .int8(lease.shard), .text(lease.owner.rawValue), .int8(lease.attempt),
+                .int8(durationMillis),
+            ])
         return try row.map { r throws(PostgresError) in try self.lease(r, owner: lease.owner, sent: sent) }
     }
 
@@ -114,9 +117,11 @@ public struct LeaseTable: Sendable {
                 RETURNING 1)
             SELECT held.*, (SELECT count(*) FROM written) AS written FROM held
             """,
-            [.int8(lease.channel), .int8(lease.shard), .text(lease.owner.rawValue), .int8(lease.attempt),
-             .int8(durationMillis), .text(event), cursor.map(PostgresValue.bytea) ?? .null, .int8(sent), .int8(failed),
-             .bool(done)])
+            [
+                .int8(lease.channel), .int8(lease.shard), .text(lease.owner.rawValue), .int8(lease.attempt),
+                .int8(durationMillis), .text(event), cursor.map(PostgresValue.bytea) ?? .null, .int8(sent), .int8(failed),
+                .bool(done),
+            ])
         return try row.map { r throws(PostgresError) in try self.lease(r, owner: lease.owner, sent: start) }
     }
 

@@ -36,8 +36,9 @@ extension PostgresConnection {
         for migration in ordered where !applied.contains(migration.version) {
             try transaction { c in
                 try c.command(migration.sql)
-                try c.run("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                          [.int(migration.version), .text(migration.name)])
+                try c.run(
+                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                    [.int(migration.version), .text(migration.name)])
             }
             done.append(migration.version)
         }

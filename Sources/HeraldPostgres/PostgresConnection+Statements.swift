@@ -49,8 +49,9 @@ extension PostgresConnection {
     @discardableResult
     func command(_ sql: String) throws(PostgresError) -> PostgresResult {
         let conn = try self.conn()
-        return try check(PQexec(conn, sql), conn, expected: [PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY],
-                         sql: sql, target: target)
+        return try check(
+            PQexec(conn, sql), conn, expected: [PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY],
+            sql: sql, target: target)
     }
 
     /// Forgets every prepared statement (the server's are gone with a lost session).

@@ -83,8 +83,9 @@ public final class PostgresConnection {
         ]
         let conn = withCStrings(keywords) { k in withCStrings(values) { v in PQconnectdbParams(k, v, 1) } }
         guard let conn else {
-            throw PostgresError(kind: .connection, message: "libpq could not allocate a connection",
-                                target: options.connection.redacted)
+            throw PostgresError(
+                kind: .connection, message: "libpq could not allocate a connection",
+                target: options.connection.redacted)
         }
         guard PQstatus(conn) == CONNECTION_OK else {
             let error = PostgresError.connection(conn, target: options.connection.redacted)

@@ -96,7 +96,8 @@ extension PostgresError {
             PQresultErrorField(result, code).map { String(cString: $0) }
         }
         let state = field(herald_pq_diag_sqlstate()).map(SQLState.init)
-        let primary = field(herald_pq_diag_message())
+        let primary =
+            field(herald_pq_diag_message())
             ?? Self.trimmed(PQresultErrorMessage(result).map { String(cString: $0) } ?? "", or: "no message")
         let gone = PQstatus(conn) == CONNECTION_BAD || state?.isConnectionLoss == true
         self.init(

@@ -30,11 +30,6 @@ public struct PostgresRow: Sendable, Equatable {
     /// The values, in column order.
     public let values: [PostgresValue]
 
-    init(columns: PostgresColumns, values: [PostgresValue]) {
-        self.columns = columns
-        self.values = values
-    }
-
     /// The value of the column called `name`, or nil when there is no such column.
     public subscript(name: String) -> PostgresValue? {
         columns.index(of: name).map { values[$0] }

@@ -12,17 +12,20 @@ extension PostgresStore {
         let now = clock.nowMillis()
         return try write { c in
             // ON CONFLICT: two workers creating the same id at once both see a clean answer.
-            guard let r = try c.queryOne(
-                """
-                INSERT INTO channels (id, bundle_id, mode, environment, storage_policy, apns_channel_id, created_at_ms,
-                                      catch_up, min_interval_ms, p10_budget_per_hour, shard_count)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-                ON CONFLICT (id) DO NOTHING
-                RETURNING \(Self.channelColumns)
-                """,
-                [.text(id), .text(bundleID), .text(mode.rawValue), .text(environment.rawValue), .text(storagePolicy.rawValue),
-                 apnsChannelID.parameter, .int8(now), .bool(settings.catchUp), .int8(settings.minIntervalMillis),
-                 .int8(settings.priority10BudgetPerHour), .int(Shards.count)])
+            guard
+                let r = try c.queryOne(
+                    """
+                    INSERT INTO channels (id, bundle_id, mode, environment, storage_policy, apns_channel_id, created_at_ms,
+                                          catch_up, min_interval_ms, p10_budget_per_hour, shard_count)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                    ON CONFLICT (id) DO NOTHING
+                    RETURNING \(Self.channelColumns)
+                    """,
+                    [
+                        .text(id), .text(bundleID), .text(mode.rawValue), .text(environment.rawValue), .text(storagePolicy.rawValue),
+                        apnsChannelID.parameter, .int8(now), .bool(settings.catchUp), .int8(settings.minIntervalMillis),
+                        .int8(settings.priority10BudgetPerHour), .int(Shards.count),
+                    ])
             else { throw StoreError.channelExists(id) }
             let ch = try Self.channel(r)
             try c.run(

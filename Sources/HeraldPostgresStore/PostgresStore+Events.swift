@@ -65,8 +65,10 @@ extension PostgresStore {
         }
         try c.run(
             "UPDATE channels SET last_seq = $1, last_timestamp = $2, lifecycle = $3, current_event = $4 WHERE num = $5",
-            [.int8(record.seq), .int8(record.apsTimestamp), .text(accepted.lifecycle.rawValue),
-             accepted.becomesCurrent ? .text(record.id) : .null, .int8(ch.num)])
+            [
+                .int8(record.seq), .int8(record.apsTimestamp), .text(accepted.lifecycle.rawValue),
+                accepted.becomesCurrent ? .text(record.id) : .null, .int8(ch.num),
+            ])
         return PublishResult.stored(event: record, created: true, targets: 0, limit: accepted.limit, channel: ch)
     }
 
@@ -95,9 +97,11 @@ extension PostgresStore {
                                 idempotency_key, created_at_ms, broadcast_state)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
             """,
-            [.text(record.id), .int8(ch.num), .int8(record.seq), .text(event.kind.rawValue), .int8(record.apsTimestamp),
-             .bytea(record.payload), .int(record.priority), event.expiration.parameter, .text(record.state.rawValue),
-             key.parameter, .int8(nowMs), .text(record.broadcastState.rawValue)])
+            [
+                .text(record.id), .int8(ch.num), .int8(record.seq), .text(event.kind.rawValue), .int8(record.apsTimestamp),
+                .bytea(record.payload), .int(record.priority), event.expiration.parameter, .text(record.state.rawValue),
+                key.parameter, .int8(nowMs), .text(record.broadcastState.rawValue),
+            ])
     }
 
     /// The event `eventID` of channel `channelID`. Throws `eventNotFound`.

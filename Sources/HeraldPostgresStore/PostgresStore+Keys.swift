@@ -46,9 +46,10 @@ extension PostgresStore {
     public func revokeKey(id: String) throws -> APIKey {
         let now = clock.nowMillis()
         return try write { c in
-            guard let r = try c.queryOne(
-                "UPDATE api_keys SET revoked_at_ms = COALESCE(revoked_at_ms, $1) WHERE id = $2 RETURNING \(Self.keyColumns)",
-                [.int8(now), .text(id)])
+            guard
+                let r = try c.queryOne(
+                    "UPDATE api_keys SET revoked_at_ms = COALESCE(revoked_at_ms, $1) WHERE id = $2 RETURNING \(Self.keyColumns)",
+                    [.int8(now), .text(id)])
             else { throw StoreError.keyNotFound(id) }
             return try Self.key(r)
         }

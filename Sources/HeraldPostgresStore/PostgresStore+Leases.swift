@@ -57,8 +57,10 @@ extension PostgresStore {
             WHERE l.channel = $1 AND l.shard = h.shard AND l.owner = $2 AND l.attempt = h.attempt
             RETURNING l.shard, l.attempt, l.expires_at
             """,
-            [.int8(channelNum), .text(workerID.rawValue), .array(pairs.map { .int8($0.key) }), .array(pairs.map { .int8($0.value) }),
-             .int8(leaseMillis)])
+            [
+                .int8(channelNum), .text(workerID.rawValue), .array(pairs.map { .int8($0.key) }), .array(pairs.map { .int8($0.value) }),
+                .int8(leaseMillis),
+            ])
     }
 
     /// The shards of `shards` on the channel of `eventID` that this worker still holds,

@@ -29,7 +29,10 @@ extension PostgresStore {
     /// `keyShare` (never waits for a publish), a close `update` (waits for both, and they
     /// for it: nothing registers on a channel being closed).
     enum RowLock: String {
-        case none = "", keyShare = " FOR KEY SHARE", noKeyUpdate = " FOR NO KEY UPDATE", update = " FOR UPDATE"
+        case none = ""
+        case keyShare = " FOR KEY SHARE"
+        case noKeyUpdate = " FOR NO KEY UPDATE"
+        case update = " FOR UPDATE"
     }
 
     static func loadChannel(_ c: PostgresConnection, id: String, lock: RowLock = .none) throws(PostgresError) -> Channel? {

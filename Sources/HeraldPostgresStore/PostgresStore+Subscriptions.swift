@@ -87,7 +87,9 @@ extension PostgresStore {
             while start < rows.count {
                 let chunk = rows[start..<min(start + Self.batchChunk, rows.count)]
                 start += chunk.count
-                var shards: [PostgresValue] = [], kinds: [PostgresValue] = [], tokens: [PostgresValue] = []
+                var shards: [PostgresValue] = []
+                var kinds: [PostgresValue] = []
+                var tokens: [PostgresValue] = []
                 var expiries: [PostgresValue] = []
                 shards.reserveCapacity(chunk.count)
                 kinds.reserveCapacity(chunk.count)
@@ -153,8 +155,10 @@ extension PostgresStore {
                 DELETE FROM subscriptions s USING unnest($2::int8[], $3::bytea[], $4::int8[]) AS u(kind, token, before_ms)
                 WHERE s.channel = $1 AND s.kind = u.kind AND s.token = u.token AND s.registered_at_ms < u.before_ms
                 """,
-                [.int8(channelNum), .array(items.map { .int8($0.kind.storedCode) }), .array(items.map { .bytea($0.token) }),
-                 .array(items.map { .int8($0.beforeMillis) })])
+                [
+                    .int8(channelNum), .array(items.map { .int8($0.kind.storedCode) }), .array(items.map { .bytea($0.token) }),
+                    .array(items.map { .int8($0.beforeMillis) }),
+                ])
         }
     }
 

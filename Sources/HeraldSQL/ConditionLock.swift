@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 import HeraldCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A pthread mutex with condition variables that time out on the monotonic clock.
 ///
@@ -43,7 +44,7 @@ final class ConditionLock: @unchecked Sendable {  // the pthread objects synchro
             var attr = pthread_condattr_t()
             pthread_condattr_init(&attr)
             #if os(Linux)
-                pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+            pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
             #endif
             pthread_cond_init(cond, &attr)
             pthread_condattr_destroy(&attr)
@@ -61,15 +62,15 @@ final class ConditionLock: @unchecked Sendable {  // the pthread objects synchro
         /// be held. Returns false when the deadline passed.
         func wait(untilNanos deadline: UInt64) -> Bool {
             #if os(Linux)
-                var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-                return pthread_cond_timedwait(cond, lock.mutex, &ts) != ETIMEDOUT
+            var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+            return pthread_cond_timedwait(cond, lock.mutex, &ts) != ETIMEDOUT
             #else
-                // No monotonic condattr on Darwin: wait for the time left instead.
-                let now = Monotonic.nanos()
-                guard deadline > now else { return false }
-                let left = deadline - now
-                var ts = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
-                return pthread_cond_timedwait_relative_np(cond, lock.mutex, &ts) != ETIMEDOUT
+            // No monotonic condattr on Darwin: wait for the time left instead.
+            let now = Monotonic.nanos()
+            guard deadline > now else { return false }
+            let left = deadline - now
+            var ts = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
+            return pthread_cond_timedwait_relative_np(cond, lock.mutex, &ts) != ETIMEDOUT
             #endif
         }
 

@@ -29,7 +29,8 @@ public final class APNSChannelManager: Sendable {
 
     /// Creates a channel; returns APNs' `apns-channel-id`, stored verbatim (§8.17).
     public func create(bundleID: String, storagePolicy: Int) throws(Failure) -> String {
-        let r = try call(method: "POST", path: APNSRequests.channelsPath(bundleID: bundleID), channelID: nil,
+        let r = try call(
+            method: "POST", path: APNSRequests.channelsPath(bundleID: bundleID), channelID: nil,
             body: APNSRequests.createChannelBody(storagePolicy: storagePolicy))
         guard r.status == 201, let id = r.header("apns-channel-id"), !id.isEmpty else {
             throw .rejected(status: r.status, reason: "no apns-channel-id in the answer")

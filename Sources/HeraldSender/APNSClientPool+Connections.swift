@@ -22,7 +22,8 @@ extension APNSClientPool: HTTP2ClientDelegate {
         metrics.connections.add(1)
         machine.connected(link.id, peerMaxConcurrentStreams: c.peerMaxConcurrentStreams)
         let slot = machine.connection(link.id)?.slot ?? -1
-        logger.info("apns.connected", ["pool": .string(config.name), "slot": .int(Int64(slot)), "target": .string(config.target.description)])
+        logger.info(
+            "apns.connected", ["pool": .string(config.name), "slot": .int(Int64(slot)), "target": .string(config.target.description)])
         dispatch()
     }
 
@@ -76,7 +77,9 @@ extension APNSClientPool: HTTP2ClientDelegate {
                 }
                 queue.prepend(r)
             } else {
-                logger.error("apns.jwt_rejected", ["pool": .string(config.name), "reason": "ExpiredProviderToken", "hint": "check the system clock (NTP)"])
+                logger.error(
+                    "apns.jwt_rejected",
+                    ["pool": .string(config.name), "reason": "ExpiredProviderToken", "hint": "check the system clock (NTP)"])
                 finish(r, .outcome(.failConfig(reason: .expiredProviderToken, status: 403), resp))
             }
         case .retry(let reason, _, let after):
@@ -90,7 +93,9 @@ extension APNSClientPool: HTTP2ClientDelegate {
             }
             retry(r, outcome, retryAfter: after)
         case .failConfig(let reason, let status):
-            logger.error("apns.config_rejected", ["pool": .string(config.name), "status": .int(Int64(status)), "reason": .string(reason.description)])
+            logger.error(
+                "apns.config_rejected",
+                ["pool": .string(config.name), "status": .int(Int64(status)), "reason": .string(reason.description)])
             finish(r, .outcome(outcome, resp))
         default:
             finish(r, .outcome(outcome, resp))
@@ -109,7 +114,10 @@ extension APNSClientPool: HTTP2ClientDelegate {
         metrics.goAways.inc()
         logger.warning(
             "apns.goaway",
-            ["pool": .string(config.name), "reason": .string(reason), "last_stream_id": .int(Int64(lastStreamID)), "error_code": .int(Int64(errorCode))])
+            [
+                "pool": .string(config.name), "reason": .string(reason), "last_stream_id": .int(Int64(lastStreamID)),
+                "error_code": .int(Int64(errorCode)),
+            ])
         guard let link = linkOf[ObjectIdentifier(c)] else { return }
         run(machine.goAway(link.id))
     }
@@ -120,7 +128,8 @@ extension APNSClientPool: HTTP2ClientDelegate {
         links[link.id] = nil
         let wasSlot = machine.slotIndex(of: link.id)
         if let error, let slot = wasSlot {
-            logger.warning("apns.disconnected", ["pool": .string(config.name), "slot": .int(Int64(slot)), "error": .string(error.description)])
+            logger.warning(
+                "apns.disconnected", ["pool": .string(config.name), "slot": .int(Int64(slot)), "error": .string(error.description)])
         }
         run(machine.closed(link.id))
     }
@@ -143,12 +152,15 @@ final class PoolMetrics: Sendable {
             "herald_apns_requests_total", help: "APNs requests by final result and reason.",
             labels: ["pool": pool, "result": "delivered", "reason": ""])
         let l = ["pool": pool]
-        retries = registry.counter("herald_apns_retries_total", help: "Requests retried after a retryable APNs answer or transport failure.", labels: l)
-        refused = registry.counter("herald_apns_refused_streams_total", help: "Streams the peer did not process (GOAWAY, REFUSED_STREAM), resent.", labels: l)
+        retries = registry.counter(
+            "herald_apns_retries_total", help: "Requests retried after a retryable APNs answer or transport failure.", labels: l)
+        refused = registry.counter(
+            "herald_apns_refused_streams_total", help: "Streams the peer did not process (GOAWAY, REFUSED_STREAM), resent.", labels: l)
         goAways = registry.counter("herald_apns_goaways_total", help: "GOAWAY frames received from APNs.", labels: l)
         connects = registry.counter("herald_apns_connects_total", help: "Connection attempts to APNs.", labels: l)
         inFlight = registry.gauge("herald_apns_streams_in_flight", help: "HTTP/2 streams open to APNs.", labels: l)
-        connections = registry.gauge("herald_apns_connections", help: "Connections to APNs that completed TLS and the HTTP/2 preface.", labels: l)
+        connections = registry.gauge(
+            "herald_apns_connections", help: "Connections to APNs that completed TLS and the HTTP/2 preface.", labels: l)
         settings = registry.counter("herald_apns_settings_changes_total", help: "SETTINGS frames received from APNs.", labels: l)
         latency = registry.histogram(
             "herald_apns_request_duration_seconds", help: "Time from sending a request to its APNs answer.",
@@ -171,7 +183,8 @@ final class PoolMetrics: Sendable {
         switch result {
         case .outcome(let o, _):
             switch o {
-            case .dropToken(let r, _), .failEvent(let r, _), .failConfig(let r, _), .retry(let r, _, _): (label, reason) = (o.label, r.metricLabel)
+            case .dropToken(let r, _), .failEvent(let r, _), .failConfig(let r, _), .retry(let r, _, _):
+                (label, reason) = (o.label, r.metricLabel)
             default: (label, reason) = (o.label, "")
             }
         case .exhausted(let o):

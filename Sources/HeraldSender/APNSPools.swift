@@ -38,7 +38,10 @@ public struct APNSSettings: Sendable {
 public final class APNSPools: Sendable {
     public enum Kind: String, Sendable { case token, broadcast, management }
 
-    struct Key: Hashable { let kind: Kind; let env: APNSEnvironment }
+    struct Key: Hashable {
+        let kind: Kind
+        let env: APNSEnvironment
+    }
 
     public let settings: APNSSettings
     let jwt: JWTProvider
@@ -69,7 +72,9 @@ public final class APNSPools: Sendable {
             do {
                 let pool = try APNSClientPool(config: c, jwt: jwt, logger: logger, metrics: metrics)
                 p[key] = pool
-                logger.info("apns.pool_opened", ["pool": .string(c.name), "target": .string(c.target.description), "connections": .int(Int64(c.connections))])
+                logger.info(
+                    "apns.pool_opened",
+                    ["pool": .string(c.name), "target": .string(c.target.description), "connections": .int(Int64(c.connections))])
                 return pool
             } catch {
                 let first = failures.withLock { f in

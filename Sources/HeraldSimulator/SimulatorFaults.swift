@@ -50,14 +50,28 @@ public struct SimulatorFaults: Sendable, Equatable {
                     return .failure(.badFaults("'\(item)': a status 400-599 and a probability 0-1"))
                 }
                 f.errorRates[status] = p
-            case "latency-ms": guard let n = num, (0...maxDelayMillis).contains(n) else { return .failure(.badFaults(item)) }; f.latency = n / 1000
-            case "goaway-after": guard let n = Int(v), n > 0 else { return .failure(.badFaults(item)) }; f.goAwayAfterStreams = n
+            case "latency-ms":
+                guard let n = num, (0...maxDelayMillis).contains(n) else { return .failure(.badFaults(item)) }
+                f.latency = n / 1000
+            case "goaway-after":
+                guard let n = Int(v), n > 0 else { return .failure(.badFaults(item)) }
+                f.goAwayAfterStreams = n
             case "goaway-reason": f.goAwayReason = v
-            case "dead-rate": guard let n = num, (0...1).contains(n) else { return .failure(.badFaults(item)) }; f.deadTokenRate = n
-            case "bad-token-rate": guard let n = num, (0...1).contains(n) else { return .failure(.badFaults(item)) }; f.badTokenRate = n
-            case "retry-after": guard let n = Int(v), n >= 0 else { return .failure(.badFaults(item)) }; f.retryAfter = n
-            case "slow-read-ms": guard let n = num, (0...maxDelayMillis).contains(n) else { return .failure(.badFaults(item)) }; f.slowRead = n / 1000
-            case "streams-after-error": guard let n = UInt32(v) else { return .failure(.badFaults(item)) }; f.streamsAfterError = n
+            case "dead-rate":
+                guard let n = num, (0...1).contains(n) else { return .failure(.badFaults(item)) }
+                f.deadTokenRate = n
+            case "bad-token-rate":
+                guard let n = num, (0...1).contains(n) else { return .failure(.badFaults(item)) }
+                f.badTokenRate = n
+            case "retry-after":
+                guard let n = Int(v), n >= 0 else { return .failure(.badFaults(item)) }
+                f.retryAfter = n
+            case "slow-read-ms":
+                guard let n = num, (0...maxDelayMillis).contains(n) else { return .failure(.badFaults(item)) }
+                f.slowRead = n / 1000
+            case "streams-after-error":
+                guard let n = UInt32(v) else { return .failure(.badFaults(item)) }
+                f.streamsAfterError = n
             default: return .failure(.badFaults("unknown fault '\(k)'"))
             }
         }

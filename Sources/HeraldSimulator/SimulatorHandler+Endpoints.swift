@@ -10,9 +10,12 @@ extension SimulatorHandler {
     ]
 
     /// `POST /3/device/<token>` (reference §3).
-    func tokenPush(_ r: HTTP2ServerRequest, token raw: Substring, _ st: SimConnectionState, _ sim: APNSSimulator, _ faults: SimulatorFaults) -> SimAnswer {
+    func tokenPush(_ r: HTTP2ServerRequest, token raw: Substring, _ st: SimConnectionState, _ sim: APNSSimulator, _ faults: SimulatorFaults)
+        -> SimAnswer
+    {
         guard !raw.isEmpty else { return .error(400, "MissingDeviceToken") }
-        guard raw.utf8.count % 2 == 0, raw.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) }) else {
+        guard raw.utf8.count % 2 == 0, raw.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) })
+        else {
             return .error(400, "BadDeviceToken")
         }
         let token = raw.utf8.contains(where: { $0 >= 65 && $0 <= 70 }) ? raw.lowercased() : String(raw)

@@ -110,7 +110,12 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         _ faults: SimulatorFaults
     ) -> SimAnswer {
         sim.state.withLock { $0.ledger.requests += 1 }
-        enum Route { case token(Substring), broadcast(String), channels(String), allChannels(String) }
+        enum Route {
+            case token(Substring)
+            case broadcast(String)
+            case channels(String)
+            case allChannels(String)
+        }
         let route: Route
         // The token route is the hot one: match its prefix without splitting the path.
         if r.path.utf8.starts(with: "/3/device".utf8) && (r.path.utf8.count == 9 || r.path.utf8.dropFirst(9).first == UInt8(ascii: "/")) {
@@ -169,7 +174,9 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
     }
 
     /// Provider-token checks (reference §2, §1.3).
-    private func authenticate(_ r: HTTP2ServerRequest, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator) -> SimAnswer? {
+    private func authenticate(_ r: HTTP2ServerRequest, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator)
+        -> SimAnswer?
+    {
         guard let auth = r.header("authorization") else { return .error(403, "MissingProviderToken") }
         // The same JWT as this connection's last request: nothing new to check but its age.
         if auth == st.lastAuthorization, let iat = st.lastIssuedAt {

@@ -26,21 +26,50 @@ extension Statement {
 
 /// An event row joined with its channel's id (`events e JOIN channels c`).
 enum EventColumn: String, ColumnTable {
-    case id = "e.id", channelNum = "e.channel", channelID = "c.id", seq = "e.seq", kind = "e.kind"
-    case apsTimestamp = "e.aps_timestamp", payload = "e.payload", priority = "e.priority", expiration = "e.expiration"
-    case state = "e.state", failureReason = "e.failure_reason", supersededBy = "e.superseded_by"
-    case createdAt = "e.created_at_ms", startedAt = "e.started_at_ms", finishedAt = "e.finished_at_ms"
-    case targets = "e.targets", sent = "e.sent", failed = "e.failed", pruned = "e.pruned", retried = "e.retried"
-    case skipped = "e.skipped", passStart = "e.pass_start", cursor = "e.cursor", wrapped = "e.wrapped"
-    case broadcastState = "e.broadcast_state", broadcastReason = "e.broadcast_reason"
+    case id = "e.id"
+    case channelNum = "e.channel"
+    case channelID = "c.id"
+    case seq = "e.seq"
+    case kind = "e.kind"
+    case apsTimestamp = "e.aps_timestamp"
+    case payload = "e.payload"
+    case priority = "e.priority"
+    case expiration = "e.expiration"
+    case state = "e.state"
+    case failureReason = "e.failure_reason"
+    case supersededBy = "e.superseded_by"
+    case createdAt = "e.created_at_ms"
+    case startedAt = "e.started_at_ms"
+    case finishedAt = "e.finished_at_ms"
+    case targets = "e.targets"
+    case sent = "e.sent"
+    case failed = "e.failed"
+    case pruned = "e.pruned"
+    case retried = "e.retried"
+    case skipped = "e.skipped"
+    case passStart = "e.pass_start"
+    case cursor = "e.cursor"
+    case wrapped = "e.wrapped"
+    case broadcastState = "e.broadcast_state"
+    case broadcastReason = "e.broadcast_reason"
 }
 
 /// A channel row.
 enum ChannelColumn: String, ColumnTable {
-    case num, id, bundleID = "bundle_id", mode, environment, storagePolicy = "storage_policy"
-    case apnsChannelID = "apns_channel_id", state, lifecycle, lastSeq = "last_seq", lastTimestamp = "last_timestamp"
-    case currentEvent = "current_event", catchUp = "catch_up", minInterval = "min_interval_ms"
-    case p10Budget = "p10_budget_per_hour", createdAt = "created_at_ms", closedAt = "closed_at_ms"
+    case num, id
+    case bundleID = "bundle_id"
+    case mode, environment
+    case storagePolicy = "storage_policy"
+    case apnsChannelID = "apns_channel_id"
+    case state, lifecycle
+    case lastSeq = "last_seq"
+    case lastTimestamp = "last_timestamp"
+    case currentEvent = "current_event"
+    case catchUp = "catch_up"
+    case minInterval = "min_interval_ms"
+    case p10Budget = "p10_budget_per_hour"
+    case createdAt = "created_at_ms"
+    case closedAt = "closed_at_ms"
 }
 
 extension Array where Element == EventState {

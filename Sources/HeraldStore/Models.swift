@@ -13,7 +13,8 @@ public enum ChannelMode: String, Sendable, CaseIterable, Codable {
 
 /// APNs message storage policy of a broadcast channel (reference §4.2).
 public enum StoragePolicy: String, Sendable, CaseIterable, Codable {
-    case none, mostRecent = "most-recent"
+    case none
+    case mostRecent = "most-recent"
 
     /// APNs' number: 0 no message stored, 1 most recent stored.
     public var apnsValue: Int { self == .none ? 0 : 1 }
@@ -21,7 +22,8 @@ public enum StoragePolicy: String, Sendable, CaseIterable, Codable {
 
 /// Subscription kinds (design: `activity` update tokens, `push-to-start` tokens).
 public enum SubscriptionKind: String, Sendable, CaseIterable, Codable {
-    case activity, pushToStart = "push-to-start"
+    case activity
+    case pushToStart = "push-to-start"
 
     var code: Int64 { self == .activity ? 0 : 1 }
     init?(code: Int64) {

@@ -46,9 +46,11 @@ extension Store {
                                       catch_up, min_interval_ms, p10_budget_per_hour)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                [.text(id), .text(bundleID), .text(mode.rawValue), .text(environment.rawValue), .text(storagePolicy.rawValue),
-                 apnsChannelID.map { .text($0) } ?? .null, .integer(now), .integer(settings.catchUp ? 1 : 0),
-                 .integer(settings.minIntervalMillis), .integer(settings.priority10BudgetPerHour)])
+                [
+                    .text(id), .text(bundleID), .text(mode.rawValue), .text(environment.rawValue), .text(storagePolicy.rawValue),
+                    apnsChannelID.map { .text($0) } ?? .null, .integer(now), .integer(settings.catchUp ? 1 : 0),
+                    .integer(settings.minIntervalMillis), .integer(settings.priority10BudgetPerHour),
+                ])
             return try Self.loadChannel(c, id: id)!
         }
     }

@@ -83,7 +83,8 @@ extension Store {
             var record = accepted.record(id: Self.newID("evt_"), channel: ch, event: event, createdAtMillis: nowMs)
             if dryRun {
                 let kind: SubscriptionKind = event.kind == .start ? .pushToStart : .activity
-                let n = ch.mode.usesTokens || event.kind == .start
+                let n =
+                    ch.mode.usesTokens || event.kind == .start
                     ? (try c.queryValue(
                         "SELECT COUNT(*) FROM subscriptions WHERE channel = ? AND kind = ? AND (expires_at IS NULL OR expires_at > ?)",
                         [.integer(ch.num), .integer(kind.code), .integer(now)])?.int64Value ?? 0) : 0
@@ -99,14 +100,18 @@ extension Store {
                                     idempotency_key, created_at_ms, broadcast_state)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                [.text(record.id), .integer(ch.num), .integer(record.seq), .text(event.kind.rawValue),
-                 .integer(record.apsTimestamp), .blob(record.payload), .integer(Int64(record.priority)),
-                 event.expiration.map { .integer($0) } ?? .null, .text(record.state.rawValue),
-                 idempotencyKey.map { .text($0) } ?? .null, .integer(nowMs), .text(record.broadcastState.rawValue)])
+                [
+                    .text(record.id), .integer(ch.num), .integer(record.seq), .text(event.kind.rawValue),
+                    .integer(record.apsTimestamp), .blob(record.payload), .integer(Int64(record.priority)),
+                    event.expiration.map { .integer($0) } ?? .null, .text(record.state.rawValue),
+                    idempotencyKey.map { .text($0) } ?? .null, .integer(nowMs), .text(record.broadcastState.rawValue),
+                ])
             try c.run(
                 "UPDATE channels SET last_seq = ?, last_timestamp = ?, lifecycle = ?, current_event = ? WHERE num = ?",
-                [.integer(record.seq), .integer(record.apsTimestamp), .text(accepted.lifecycle.rawValue),
-                 accepted.becomesCurrent ? .text(record.id) : .null, .integer(ch.num)])
+                [
+                    .integer(record.seq), .integer(record.apsTimestamp), .text(accepted.lifecycle.rawValue),
+                    accepted.becomesCurrent ? .text(record.id) : .null, .integer(ch.num),
+                ])
             return PublishResult(event: record, created: true, targets: 0, limit: accepted.limit, channel: ch)
         }
         if dryRun {
@@ -199,10 +204,14 @@ extension Store {
     public func markSending(
         eventID: String, targets: Int64, passStart: [UInt8], priority: Int, completion: @escaping @Sendable (Error?) -> Void
     ) {
-        queue(Self.markSendingJob(eventID: eventID, targets: targets, passStart: passStart, priority: priority, now: clock.nowMillis()), completion)
+        queue(
+            Self.markSendingJob(eventID: eventID, targets: targets, passStart: passStart, priority: priority, now: clock.nowMillis()),
+            completion)
     }
 
-    static func markSendingJob(eventID: String, targets: Int64, passStart: [UInt8], priority: Int, now: Int64) -> @Sendable (SQLiteConnection) throws -> Void {
+    static func markSendingJob(eventID: String, targets: Int64, passStart: [UInt8], priority: Int, now: Int64)
+        -> @Sendable (SQLiteConnection) throws -> Void
+    {
         { c in
             _ = try c.run(
                 """
@@ -215,9 +224,11 @@ extension Store {
     /// Queues `body` on the writer; `completion` gets nil once committed, or the error.
     func queue(_ body: @escaping @Sendable (SQLiteConnection) throws -> Void, _ completion: @escaping @Sendable (Error?) -> Void) {
         do {
-            try db.write(body, completion: { r in
-                if case .failure(let e) = r { completion(e) } else { completion(nil) }
-            })
+            try db.write(
+                body,
+                completion: { r in
+                    if case .failure(let e) = r { completion(e) } else { completion(nil) }
+                })
         } catch {
             completion(error)
         }
@@ -230,17 +241,21 @@ extension Store {
         completion: @escaping @Sendable (Error?) -> Void = { _ in }
     ) {
         do {
-            try db.write({ c in
-                _ = try c.run(
-                    """
-                    UPDATE events SET cursor = ?, wrapped = ?, sent = ?, failed = ?, pruned = ?, retried = ?, skipped = ?
-                    WHERE id = ? AND state = '\(EventState.sending.rawValue)'
-                    """,
-                    [.blob(cursor), .integer(wrapped ? 1 : 0), .integer(counters.sent), .integer(counters.failed),
-                     .integer(counters.pruned), .integer(counters.retried), .integer(counters.skipped), .text(eventID)])
-            }, completion: { r in
-                if case .failure(let e) = r { completion(e) } else { completion(nil) }
-            })
+            try db.write(
+                { c in
+                    _ = try c.run(
+                        """
+                        UPDATE events SET cursor = ?, wrapped = ?, sent = ?, failed = ?, pruned = ?, retried = ?, skipped = ?
+                        WHERE id = ? AND state = '\(EventState.sending.rawValue)'
+                        """,
+                        [
+                            .blob(cursor), .integer(wrapped ? 1 : 0), .integer(counters.sent), .integer(counters.failed),
+                            .integer(counters.pruned), .integer(counters.retried), .integer(counters.skipped), .text(eventID),
+                        ])
+                },
+                completion: { r in
+                    if case .failure(let e) = r { completion(e) } else { completion(nil) }
+                })
         } catch {
             completion(error)
         }
@@ -279,9 +294,11 @@ extension Store {
                     pruned = ?, retried = ?, skipped = ?
                 WHERE id = ? AND state IN (\(EventState.unfinished.sqlList))
                 """,
-                [.text(state.rawValue), .integer(now), reason.map { .text($0) } ?? .null, supersededBy.map { .text($0) } ?? .null,
-                 .integer(now), .integer(counters.targets), .integer(counters.sent), .integer(counters.failed),
-                 .integer(counters.pruned), .integer(counters.retried), .integer(counters.skipped), .text(eventID)])
+                [
+                    .text(state.rawValue), .integer(now), reason.map { .text($0) } ?? .null, supersededBy.map { .text($0) } ?? .null,
+                    .integer(now), .integer(counters.targets), .integer(counters.sent), .integer(counters.failed),
+                    .integer(counters.pruned), .integer(counters.retried), .integer(counters.skipped), .text(eventID),
+                ])
         }
     }
 

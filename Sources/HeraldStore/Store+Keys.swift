@@ -63,8 +63,9 @@ extension Store {
     public func touchKey(_ key: APIKey) {
         let now = clock.nowMillis()
         guard now - (key.lastUsedAtMillis ?? 0) > 60_000 else { return }
-        try? db.write({ c in
-            _ = try c.run("UPDATE api_keys SET last_used_at_ms = ? WHERE id = ?", [.integer(now), .text(key.id)])
-        }, completion: { (_: Result<Void, Error>) in })
+        try? db.write(
+            { c in
+                _ = try c.run("UPDATE api_keys SET last_used_at_ms = ? WHERE id = ?", [.integer(now), .text(key.id)])
+            }, completion: { (_: Result<Void, Error>) in })
     }
 }

@@ -1,8 +1,9 @@
+import HeraldCore
+import HeraldSQL
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import HeraldCore
-import HeraldSQL
 
 /// A subscription as the API shows it.
 public struct Subscription: Sendable, Equatable {
@@ -111,7 +112,8 @@ extension Store {
         // Stable, so a token listed twice in one batch still ends as its last entry says.
         // Sorted here, on the caller's thread: the writer thread is the bottleneck of ingest.
         let sorted = subscribe.indices.sorted { a, b in
-            let x = subscribe[a], y = subscribe[b]
+            let x = subscribe[a]
+            let y = subscribe[b]
             if x.kind.code != y.kind.code { return x.kind.code < y.kind.code }
             let c = Self.compareBytes(x.token, y.token)
             return c != 0 ? c < 0 : a < b
@@ -224,11 +226,14 @@ extension Store {
     }
 
     /// The subscription of `token` on a channel, if any.
-    public func subscription(channelNum: Int64, token: [UInt8]) throws -> (kind: SubscriptionKind, registeredAtMillis: Int64, expiresAt: Int64?)? {
+    public func subscription(channelNum: Int64, token: [UInt8]) throws -> (
+        kind: SubscriptionKind, registeredAtMillis: Int64, expiresAt: Int64?
+    )? {
         try read { c in
-            guard let r = try c.queryOne(
-                "SELECT kind, registered_at_ms, expires_at FROM subscriptions WHERE channel = ? AND token = ? ORDER BY kind LIMIT 1",
-                [.integer(channelNum), .blob(token)])
+            guard
+                let r = try c.queryOne(
+                    "SELECT kind, registered_at_ms, expires_at FROM subscriptions WHERE channel = ? AND token = ? ORDER BY kind LIMIT 1",
+                    [.integer(channelNum), .blob(token)])
             else { return nil }
             return (SubscriptionKind(code: r[0].int64Value ?? 0) ?? .activity, r[1].int64Value ?? 0, r[2].int64Value)
         }

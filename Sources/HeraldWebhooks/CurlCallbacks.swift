@@ -29,7 +29,9 @@ let curlHeader: curl_write_callback = { data, size, count, user in
 let curlOpenSocket: curl_opensocket_callback = { user, _, address in
     let ctx = Unmanaged<PostContext>.fromOpaque(user!).takeUnretainedValue()
     guard let address else { return herald_curl_socket_bad() }
-    let family = address.pointee.family, type = address.pointee.socktype, proto = address.pointee.protocol
+    let family = address.pointee.family
+    let type = address.pointee.socktype
+    let proto = address.pointee.protocol
     let raw = UnsafeMutableRawPointer(address) + MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr)!
     let sa = raw.assumingMemoryBound(to: sockaddr.self)
     let found = AddressClass.of(sa)

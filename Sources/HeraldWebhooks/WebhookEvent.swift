@@ -40,7 +40,9 @@ public enum WebhookEvent: Sendable, Equatable {
 
     /// The JSON body of delivery `id` created at `createdAt` (unix seconds).
     public func body(id: String, createdAt: Int64) -> JSON {
-        var o: [String: JSON] = ["type": .string(kind.rawValue), "id": .string(id), "created_at": .int(createdAt), "channel": .string(channel)]
+        var o: [String: JSON] = [
+            "type": .string(kind.rawValue), "id": .string(id), "created_at": .int(createdAt), "channel": .string(channel),
+        ]
         switch self {
         case .eventFinished(_, let eventID, let seq, let state, let targets, let sent, let failed, let pruned):
             o["event_id"] = .string(eventID)

@@ -28,7 +28,11 @@ public struct WebhookDelivery: Sendable, Equatable {
 ///   dropped and counted (`drop(_, .outboxFull)`), never waited for.
 /// - At most `maxInFlight` deliveries in flight over all webhooks.
 public struct WebhookOutbox: Sendable {
-    public enum DropReason: String, Sendable, Equatable { case expired, outboxFull = "outbox_full", webhookDeleted = "webhook_deleted" }
+    public enum DropReason: String, Sendable, Equatable {
+        case expired
+        case outboxFull = "outbox_full"
+        case webhookDeleted = "webhook_deleted"
+    }
 
     public enum Action: Sendable, Equatable {
         /// Persist a new delivery.
@@ -54,7 +58,10 @@ public struct WebhookOutbox: Sendable {
     private var nextID: UInt64
 
     /// `restored` are the deliveries the database kept (after a restart), any order.
-    public init(capacity: Int = 100_000, maxInFlight: Int = 16, schedule: WebhookRetrySchedule = WebhookRetrySchedule(), restored: [WebhookDelivery] = []) {
+    public init(
+        capacity: Int = 100_000, maxInFlight: Int = 16, schedule: WebhookRetrySchedule = WebhookRetrySchedule(),
+        restored: [WebhookDelivery] = []
+    ) {
         self.capacity = capacity
         self.maxInFlight = maxInFlight
         self.schedule = schedule
@@ -85,7 +92,9 @@ public struct WebhookOutbox: Sendable {
         return actions + tick(now: now)
     }
 
-    private mutating func enqueuePruned(_ w: String, _ channel: String, _ tokens: [String], _ reason: String, _ now: Double, _ actions: inout [Action]) {
+    private mutating func enqueuePruned(
+        _ w: String, _ channel: String, _ tokens: [String], _ reason: String, _ now: Double, _ actions: inout [Action]
+    ) {
         var rest = tokens[...]
         // Into the newest waiting delivery of the same kind, if it is not in flight.
         if var queue = queues[w], let last = queue.indices.last, !(last == 0 && inFlight.contains(w)),

@@ -38,7 +38,8 @@ public struct WebhookTarget: Sendable, Equatable {
         if scheme == "http" {
             let isLoopbackName = bare.lowercased() == "localhost"
             guard literal == .loopback || isLoopbackName, policy.allowLoopback else {
-                throw Refusal(reason: .plainHTTP, message: "'url' must be https://; http:// only to a loopback address (127.0.0.1, ::1, localhost)")
+                throw Refusal(
+                    reason: .plainHTTP, message: "'url' must be https://; http:// only to a loopback address (127.0.0.1, ::1, localhost)")
             }
         }
         if let literal, !policy.permits(literal) {

@@ -83,7 +83,9 @@ extension APIFixture {
         _ id: String, mode: String = "fanout", storage: String? = nil, bundle: String = "com.example.app",
         environment: String = "sandbox"
     ) throws -> JSON {
-        var body: [String: JSON] = ["id": .string(id), "bundle_id": .string(bundle), "mode": .string(mode), "environment": .string(environment)]
+        var body: [String: JSON] = [
+            "id": .string(id), "bundle_id": .string(bundle), "mode": .string(mode), "environment": .string(environment),
+        ]
         if let storage { body["storage_policy"] = .string(storage) }
         let r = try admin("POST", "/v1/channels", json: .object(body))
         try #require(r.status == 201, "create channel \(id): \(r.status) \(r.text)")

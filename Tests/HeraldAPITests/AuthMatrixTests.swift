@@ -19,7 +19,8 @@ import Testing
     static func operations(channel: String, keyID: String, eventID: String) -> [Operation] {
         let token = freshToken()
         return [
-            Operation(method: "POST", path: "/v1/channels", body: ["id": .string(unique("authz")), "bundle_id": "com.example.app"], role: .admin),
+            Operation(
+                method: "POST", path: "/v1/channels", body: ["id": .string(unique("authz")), "bundle_id": "com.example.app"], role: .admin),
             Operation(method: "GET", path: "/v1/channels", role: .admin),
             Operation(method: "GET", path: "/v1/channels/\(channel)", role: .admin),
             Operation(method: "DELETE", path: "/v1/channels/\(channel)", role: .admin),
@@ -28,7 +29,9 @@ import Testing
             Operation(method: "DELETE", path: "/v1/keys/\(keyID)", role: .admin),
             Operation(method: "PUT", path: "/v1/channels/\(channel)/subscriptions/\(token)", role: .subscriber),
             Operation(method: "DELETE", path: "/v1/channels/\(channel)/subscriptions/\(token)", role: .subscriber),
-            Operation(method: "POST", path: "/v1/channels/\(channel)/subscriptions:batch", body: ["subscribe": [.string(token)]], role: .subscriber),
+            Operation(
+                method: "POST", path: "/v1/channels/\(channel)/subscriptions:batch", body: ["subscribe": [.string(token)]],
+                role: .subscriber),
             Operation(method: "POST", path: "/v1/channels/\(channel)/events", body: update(), role: .publisher),
             Operation(method: "GET", path: "/v1/channels/\(channel)/events/\(eventID)", role: .publisher),
         ]
@@ -125,12 +128,15 @@ import Testing
         let s = try setup(fx)
         let token = freshToken()
         let sub = "Bearer \(s.subscriber)"
-        #expect(try fx.client.send("PUT", "/v1/channels/\(s.channel)/subscriptions/\(token)", headers: [("Authorization", sub)]).status == 201)
+        #expect(
+            try fx.client.send("PUT", "/v1/channels/\(s.channel)/subscriptions/\(token)", headers: [("Authorization", sub)]).status == 201)
         let batch = try fx.client.send(
             "POST", "/v1/channels/\(s.channel)/subscriptions:batch", json: ["subscribe": [.string(freshToken())]],
             headers: [("Authorization", sub)])
         #expect(batch.status == 200)
-        #expect(try fx.client.send("DELETE", "/v1/channels/\(s.channel)/subscriptions/\(token)", headers: [("Authorization", sub)]).status == 204)
+        #expect(
+            try fx.client.send("DELETE", "/v1/channels/\(s.channel)/subscriptions/\(token)", headers: [("Authorization", sub)]).status
+                == 204)
 
         // The publisher key covers the channel through its prefix pattern.
         let pub = "Bearer \(s.publisher)"
@@ -139,7 +145,9 @@ import Testing
         let id = try #require(r.json?["event_id"]?.stringValue)
         #expect(try fx.client.send("GET", "/v1/channels/\(s.channel)/events/\(id)", headers: [("Authorization", pub)]).status == 200)
         // "bearer" in any case.
-        #expect(try fx.client.send("GET", "/v1/channels/\(s.channel)/events/\(id)", headers: [("Authorization", "bEaReR \(s.publisher)")]).status == 200)
+        #expect(
+            try fx.client.send("GET", "/v1/channels/\(s.channel)/events/\(id)", headers: [("Authorization", "bEaReR \(s.publisher)")])
+                .status == 200)
     }
 
     @Test func scopeIsCheckedBeforeTheChannelIsLookedUp() throws {
@@ -147,7 +155,8 @@ import Testing
         let s = try setup(fx)
         // A key cannot learn whether a channel outside its scope exists: 403 either way.
         for channel in [s.otherChannel, unique("does-not-exist")] {
-            let r = try fx.client.send("POST", "/v1/channels/\(channel)/events", json: update(), headers: [("Authorization", "Bearer \(s.publisher)")])
+            let r = try fx.client.send(
+                "POST", "/v1/channels/\(channel)/events", json: update(), headers: [("Authorization", "Bearer \(s.publisher)")])
             #expect(r.status == 403, "\(channel)")
         }
     }

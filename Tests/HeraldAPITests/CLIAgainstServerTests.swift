@@ -24,7 +24,12 @@ import Testing
     @Test func channelsCreateListShowClose() throws {
         let fx = try Live.api()
         let id = unique("cli-match")
-        let created = herald(fx, ["channels", "create", id, "--bundle-id", "com.example.app", "--mode", "hybrid", "--env", "sandbox", "--storage", "most-recent"])
+        let created = herald(
+            fx,
+            [
+                "channels", "create", id, "--bundle-id", "com.example.app", "--mode", "hybrid", "--env", "sandbox", "--storage",
+                "most-recent",
+            ])
         #expect(created.code == 0, "\(created.err)")
         #expect(created.out.hasPrefix("created channel \(id)\n"))
         #expect(created.out.contains("mode:            hybrid"))
@@ -104,7 +109,8 @@ import Testing
         let batch = herald(fx, ["subs", "add", channel] + many + [one])
         #expect(batch.code == 0, "\(batch.err)")
         #expect(batch.out == "subscribed 5 tokens to \(channel): 4 new, 1 already subscribed\n")
-        let starter = herald(fx, ["subs", "add", "--kind", "push-to-start", "--expires-at", "\(nowSeconds() + 86400)", channel, freshToken(), "--json"])
+        let starter = herald(
+            fx, ["subs", "add", "--kind", "push-to-start", "--expires-at", "\(nowSeconds() + 86400)", channel, freshToken(), "--json"])
         #expect(starter.json?["kind"] == "push-to-start")
         var counts = try fx.admin("GET", "/v1/channels/\(channel)").json?["subscribers"]
         #expect(counts == ["activity": 5, "push_to_start": 1, "total": 6])
@@ -145,7 +151,9 @@ import Testing
         #expect(herald(fx, ["subs", "add", channel] + tokens).code == 0)
         let publisher = try fx.createKey("publisher", [channel]).secret
 
-        let r = herald(fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"home":1}}"#, "--priority", "10", "--wait"], token: publisher)
+        let r = herald(
+            fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"home":1}}"#, "--priority", "10", "--wait"],
+            token: publisher)
         #expect(r.code == 0, "\(r.err)")
         let lines = r.out.split(separator: "\n").map(String.init)
         let accepted = try #require(lines.first)
@@ -160,20 +168,27 @@ import Testing
             #expect(got.first?.priority == 10)
         }
 
-        let dry = herald(fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"home":2}}"#, "--dry-run"], token: publisher)
+        let dry = herald(
+            fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"home":2}}"#, "--dry-run"], token: publisher)
         #expect(dry.code == 0, "\(dry.err)")
         #expect(dry.out.hasPrefix("dry run on \(channel): nothing was sent"))
         #expect(dry.out.contains("targets:       10 tokens"))
         #expect(dry.out.contains("of 4,096 bytes"))
 
         let key = "cli-\(UUID().uuidString)"
-        let once = herald(fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"home":3}}"#, "--idempotency-key", key], token: publisher)
+        let once = herald(
+            fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"home":3}}"#, "--idempotency-key", key],
+            token: publisher)
         #expect(once.out.hasPrefix("published event"))
-        let twice = herald(fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"home":3}}"#, "--idempotency-key", key], token: publisher)
+        let twice = herald(
+            fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"home":3}}"#, "--idempotency-key", key],
+            token: publisher)
         #expect(twice.code == 0)
         #expect(twice.out.contains("already published with this idempotency key"))
 
-        let big = herald(fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"x":"\#(String(repeating: "y", count: 5000))"}}"#], token: publisher)
+        let big = herald(
+            fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"x":"\#(String(repeating: "y", count: 5000))"}}"#],
+            token: publisher)
         #expect(big.code == 1)
         #expect(big.err.contains("HTTP 413 payload_too_large"))
         let stale = herald(fx, ["publish", channel, "--json", #"{"event":"update","timestamp":1,"content-state":{}}"#], token: publisher)

@@ -33,12 +33,16 @@ import Testing
         let id = unique("tuned")
         let r = try fx.admin(
             "POST", "/v1/channels",
-            json: ["id": .string(id), "bundle_id": "com.example.app", "catch_up": false, "min_interval_ms": 2000, "priority10_budget_per_hour": 12])
+            json: [
+                "id": .string(id), "bundle_id": "com.example.app", "catch_up": false, "min_interval_ms": 2000,
+                "priority10_budget_per_hour": 12,
+            ])
         #expect(r.status == 201)
         #expect(r.json?["settings"] == ["catch_up": false, "min_interval_ms": 2000, "priority10_budget_per_hour": 12])
         #expect(try fx.admin("GET", "/v1/channels/\(id)").json?["settings"]?["min_interval_ms"] == 2000)
         for (field, bad) in [("catch_up", JSON.string("yes")), ("min_interval_ms", -1), ("priority10_budget_per_hour", 1.5)] {
-            let e = try fx.admin("POST", "/v1/channels", json: ["id": .string(unique("bad")), "bundle_id": "com.example.app", .init(field): bad])
+            let e = try fx.admin(
+                "POST", "/v1/channels", json: ["id": .string(unique("bad")), "bundle_id": "com.example.app", .init(field): bad])
             #expect(e.status == 422, "\(field)")
             #expect(e.errorCode == "invalid_field")
         }
@@ -139,7 +143,8 @@ import Testing
         #expect(try fx.client.send("DELETE", "/v1/channels/\(id)/subscriptions/\(token)", token: fx.adminToken).status == 404)
         // Closing again answers the closed channel; the id is not reusable.
         #expect(try fx.admin("DELETE", "/v1/channels/\(id)").json?["state"] == "closed")
-        #expect(try fx.admin("POST", "/v1/channels", json: ["id": .string(id), "bundle_id": "com.example.app"]).errorCode == "channel_exists")
+        #expect(
+            try fx.admin("POST", "/v1/channels", json: ["id": .string(id), "bundle_id": "com.example.app"]).errorCode == "channel_exists")
     }
 
     @Test func closingStopsAnEventStillQueued() throws {

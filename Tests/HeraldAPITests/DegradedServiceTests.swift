@@ -11,7 +11,8 @@ import Testing
         let fx = try APIFixture { p in
             var c = APIConfig()
             c.adminToken = Redacted(p.adminToken)
-            return APIServer(config: c, store: p.store, engine: p.engine, channelManagers: { _ in nil }, metrics: p.metrics, logger: .discard)
+            return APIServer(
+                config: c, store: p.store, engine: p.engine, channelManagers: { _ in nil }, metrics: p.metrics, logger: .discard)
         }
         let r = try fx.admin("POST", "/v1/channels", json: ["id": "b", "bundle_id": "com.example.app", "mode": "broadcast"])
         #expect(r.status == 503)

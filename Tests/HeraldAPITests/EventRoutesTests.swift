@@ -263,7 +263,8 @@ import Testing
         let fx = try Live.api()
         let channel = unique("huge")
         try fx.createChannel(channel)
-        let body = Array(#"{"aps":{"event":"update","content-state":{"x":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: 70_000)
+        let body =
+            Array(#"{"aps":{"event":"update","content-state":{"x":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: 70_000)
             + Array(#""}}}"#.utf8)
         let r = try fx.client.send(
             "POST", "/v1/channels/\(channel)/events", token: fx.adminToken, body: body, contentType: "application/json")
@@ -313,7 +314,8 @@ import Testing
             #expect(r.status == 415, "\(ct ?? "none")")
             #expect(r.errorCode == "unsupported_media_type")
         }
-        let empty = try fx.client.send("POST", "/v1/channels/\(channel)/events", token: fx.adminToken, body: [], contentType: "application/json")
+        let empty = try fx.client.send(
+            "POST", "/v1/channels/\(channel)/events", token: fx.adminToken, body: [], contentType: "application/json")
         #expect(empty.status == 400)
         #expect(empty.errorCode == "invalid_body")
     }

@@ -44,7 +44,9 @@ import Testing
 
     @Test func anUnknownRouteIsA404InTheErrorShape() throws {
         let fx = try Live.api()
-        for path in ["/", "/v1", "/v2/channels", "/v1/channels/x/subscriptions", "/v1/channels/x/events/y/z", "/v1/keys/a/b", "/favicon.ico"] {
+        for path in [
+            "/", "/v1", "/v2/channels", "/v1/channels/x/subscriptions", "/v1/channels/x/events/y/z", "/v1/keys/a/b", "/favicon.ico",
+        ] {
             let r = try fx.admin("GET", path)
             #expect(r.status == 404, "\(path)")
             #expect(r.errorCode == "not_found", "\(path)")

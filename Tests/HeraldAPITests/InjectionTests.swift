@@ -55,7 +55,8 @@ import Testing
             let str = JSON.string(s)
             for body: JSON in [
                 ["id": str, "bundle_id": "com.example.app"], ["id": "ok", "bundle_id": str],
-                ["id": "ok", "bundle_id": "com.example.app", "mode": str], ["id": "ok", "bundle_id": "com.example.app", "environment": str],
+                ["id": "ok", "bundle_id": "com.example.app", "mode": str],
+                ["id": "ok", "bundle_id": "com.example.app", "environment": str],
                 ["id": "ok", "bundle_id": "com.example.app", "storage_policy": str],
             ] {
                 let r = try fx.admin("POST", "/v1/channels", json: body)
@@ -70,7 +71,8 @@ import Testing
                 "POST", "/v1/channels/\(b.channel)/subscriptions:batch", json: ["subscribe": [str], "unsubscribe": [.string(b.token)]])
             #expect(batch.errorCode == "invalid_token")
             let kind = try fx.admin(
-                "POST", "/v1/channels/\(b.channel)/subscriptions:batch", json: ["subscribe": [["token": .string(freshToken()), "kind": str]]])
+                "POST", "/v1/channels/\(b.channel)/subscriptions:batch",
+                json: ["subscribe": [["token": .string(freshToken()), "kind": str]]])
             #expect(kind.errorCode == "invalid_field")
             // In paths: percent-encoded, they are ids that do not exist (or are not tokens).
             let enc = segment(s)

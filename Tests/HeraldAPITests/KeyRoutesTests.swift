@@ -125,10 +125,14 @@ import Testing
 
     @Test func aLabelOver200CharactersIsRefused() throws {
         let fx = try Live.api()
-        let r = try fx.admin("POST", "/v1/keys", json: ["role": "publisher", "channels": ["a"], "label": .string(String(repeating: "x", count: 201))])
+        let r = try fx.admin(
+            "POST", "/v1/keys", json: ["role": "publisher", "channels": ["a"], "label": .string(String(repeating: "x", count: 201))])
         #expect(r.status == 422)
         #expect(r.errorCode == "invalid_field")
-        #expect(try fx.admin("POST", "/v1/keys", json: ["role": "publisher", "channels": ["a"], "label": .string(String(repeating: "é", count: 200))]).status == 201)
+        #expect(
+            try fx.admin(
+                "POST", "/v1/keys", json: ["role": "publisher", "channels": ["a"], "label": .string(String(repeating: "é", count: 200))]
+            ).status == 201)
         // Counted in code points (as JSON Schema's maxLength): one letter under 250 combining
         // accents is one Character to Swift but 251 code points.
         let zalgo = "e" + String(repeating: "\u{0301}", count: 250)

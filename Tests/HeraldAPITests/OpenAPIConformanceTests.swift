@@ -30,7 +30,9 @@ extension Route {
     static let pyYAMLMissing = "python3 with PyYAML (Debian: python3-yaml) is needed to read the whole spec"
 
     /// A concrete path for a template.
-    static func sample(_ template: String, channel: String = "c", token: String = freshToken(), key: String = "key_x", event: String = "evt_x")
+    static func sample(
+        _ template: String, channel: String = "c", token: String = freshToken(), key: String = "key_x", event: String = "evt_x"
+    )
         -> String
     {
         var p = template
@@ -72,7 +74,8 @@ extension Route {
         #expect(!v.problems(["error": ["code": "no_such_code", "message": "no"]], error).isEmpty)
         #expect(!v.problems(["error": ["code": "not_found"]], error).isEmpty)
         #expect(!v.problems(["error": ["code": "not_found", "message": "no", "detail": 1]], error).isEmpty)
-        let forbidden = OpenAPISpec.resolve(doc, ["$ref": "#/components/responses/Forbidden"])["content"]?["application/json"]?["schema"] ?? .null
+        let forbidden =
+            OpenAPISpec.resolve(doc, ["$ref": "#/components/responses/Forbidden"])["content"]?["application/json"]?["schema"] ?? .null
         #expect(v.problems(["error": ["code": "forbidden", "message": "no"]], forbidden).isEmpty)
         #expect(!v.problems(["error": ["code": "not_found", "message": "no"]], forbidden).isEmpty, "the per-status code is checked")
         let key: JSON = [
@@ -88,8 +91,12 @@ extension Route {
         noLabel["label"] = nil
         #expect(!v.problems(.object(noLabel), keySchema).isEmpty)
         #expect(!v.problems(["role": "owner"], ["$ref": "#/components/schemas/KeyCreate"]).isEmpty)
-        #expect(v.problems(["aps": ["event": "update", "content-state": [:], "sound": "x"]], ["$ref": "#/components/schemas/PublishRequest"]).isEmpty)
-        #expect(!v.problems(["aps": ["event": "update", "content-state": [:]], "topic": "x"], ["$ref": "#/components/schemas/PublishRequest"]).isEmpty)
+        #expect(
+            v.problems(["aps": ["event": "update", "content-state": [:], "sound": "x"]], ["$ref": "#/components/schemas/PublishRequest"])
+                .isEmpty)
+        #expect(
+            !v.problems(["aps": ["event": "update", "content-state": [:]], "topic": "x"], ["$ref": "#/components/schemas/PublishRequest"])
+                .isEmpty)
         let publish: JSON = ["$ref": "#/components/schemas/PublishRequest"]
         #expect(!v.problems(["aps": ["event": "end", "content-state": [:], "attributes": [:]]], publish).isEmpty, "if/then per event")
         #expect(!v.problems(["aps": ["event": "start", "content-state": [:]]], publish).isEmpty, "start requires attributes")
@@ -185,7 +192,8 @@ extension Route {
             let label = "\(c.method) \(c.path.prefix(90))"
             let r: APIResponse
             if let raw = c.raw {
-                r = try fx.client.send(c.method, c.path, token: c.key, body: Array(raw.utf8), contentType: c.contentType, headers: c.headers)
+                r = try fx.client.send(
+                    c.method, c.path, token: c.key, body: Array(raw.utf8), contentType: c.contentType, headers: c.headers)
             } else {
                 r = try fx.client.send(c.method, c.path, token: c.key, json: c.json, headers: c.headers)
             }
@@ -253,7 +261,9 @@ extension Route {
         let t1 = freshToken()
         let ghost = unique("oas-ghost")
         let big = String(repeating: "x", count: 5000)
-        let tooMany = #"{"unsubscribe":["# + Array(repeating: "\"\(String(repeating: "ab", count: 32))\"", count: 100_001).joined(separator: ",") + "]}"
+        let tooMany =
+            #"{"unsubscribe":["# + Array(repeating: "\"\(String(repeating: "ab", count: 32))\"", count: 100_001).joined(separator: ",")
+            + "]}"
 
         var calls: [Call] = []
         for p in ["/healthz", "/readyz", "/metrics"] {
@@ -263,17 +273,27 @@ extension Route {
             Call(method: "GET", path: "/v1/channels", key: admin, expect: 200),
             Call(method: "GET", path: "/v1/channels", expect: 401, code: "unauthorized"),
             Call(method: "GET", path: "/v1/channels", key: pub, expect: 403, code: "forbidden"),
-            Call(method: "POST", path: "/v1/channels", key: admin, json: ["id": .string(unique("oas-new")), "bundle_id": "com.example.app"], expect: 201),
-            Call(method: "POST", path: "/v1/channels", key: admin,
-                 json: ["id": .string(unique("oas-b")), "bundle_id": "com.example.app", "mode": "broadcast", "environment": "sandbox", "storage_policy": "most-recent"],
-                 expect: 201),
-            Call(method: "POST", path: "/v1/channels", key: admin, json: ["id": .string(ch), "bundle_id": "com.example.app"], expect: 409, code: "channel_exists"),
+            Call(
+                method: "POST", path: "/v1/channels", key: admin, json: ["id": .string(unique("oas-new")), "bundle_id": "com.example.app"],
+                expect: 201),
+            Call(
+                method: "POST", path: "/v1/channels", key: admin,
+                json: [
+                    "id": .string(unique("oas-b")), "bundle_id": "com.example.app", "mode": "broadcast", "environment": "sandbox",
+                    "storage_policy": "most-recent",
+                ],
+                expect: 201),
+            Call(
+                method: "POST", path: "/v1/channels", key: admin, json: ["id": .string(ch), "bundle_id": "com.example.app"], expect: 409,
+                code: "channel_exists"),
             Call(method: "POST", path: "/v1/channels", key: admin, raw: "{", expect: 400, code: "invalid_json"),
             Call(method: "POST", path: "/v1/channels", json: ["id": "x", "bundle_id": "com.example.app"], expect: 401),
             Call(method: "POST", path: "/v1/channels", key: sub, json: ["id": "x", "bundle_id": "com.example.app"], expect: 403),
             Call(method: "POST", path: "/v1/channels", key: admin, raw: #"{"id":"x"}"#, contentType: "text/plain", expect: 415),
             Call(method: "POST", path: "/v1/channels", key: admin, json: ["id": "x"], expect: 422, code: "missing_field"),
-            Call(method: "POST", path: "/v1/channels", key: admin, json: ["id": "x", "bundle_id": "com.example.app", "region": "eu"], expect: 422, code: "unknown_field"),
+            Call(
+                method: "POST", path: "/v1/channels", key: admin, json: ["id": "x", "bundle_id": "com.example.app", "region": "eu"],
+                expect: 422, code: "unknown_field"),
             Call(method: "GET", path: "/v1/channels/\(ch)", key: admin, expect: 200),
             Call(method: "GET", path: "/v1/channels/\(ch)", expect: 401),
             Call(method: "GET", path: "/v1/channels/\(ch)", key: pub, expect: 403),
@@ -285,28 +305,42 @@ extension Route {
             Call(method: "GET", path: "/v1/keys", key: admin, expect: 200),
             Call(method: "GET", path: "/v1/keys", expect: 401),
             Call(method: "GET", path: "/v1/keys", key: sub, expect: 403),
-            Call(method: "POST", path: "/v1/keys", key: admin, json: ["role": "subscriber", "channels": ["match-*"], "label": "app backend"], expect: 201),
+            Call(
+                method: "POST", path: "/v1/keys", key: admin,
+                json: ["role": "subscriber", "channels": ["match-*"], "label": "app backend"], expect: 201),
             Call(method: "POST", path: "/v1/keys", key: admin, raw: "[", expect: 400),
             Call(method: "POST", path: "/v1/keys", json: ["role": "admin"], expect: 401),
             Call(method: "POST", path: "/v1/keys", key: pub, json: ["role": "admin"], expect: 403),
-            Call(method: "POST", path: "/v1/keys", key: admin, raw: "role=admin", contentType: "application/x-www-form-urlencoded", expect: 415),
-            Call(method: "POST", path: "/v1/keys", key: admin, json: ["role": "publisher", "channels": ["a"], "scope": "all"], expect: 422, code: "unknown_field"),
+            Call(
+                method: "POST", path: "/v1/keys", key: admin, raw: "role=admin", contentType: "application/x-www-form-urlencoded",
+                expect: 415),
+            Call(
+                method: "POST", path: "/v1/keys", key: admin, json: ["role": "publisher", "channels": ["a"], "scope": "all"], expect: 422,
+                code: "unknown_field"),
             Call(method: "DELETE", path: "/v1/keys/\(victim)", expect: 401),
             Call(method: "DELETE", path: "/v1/keys/\(victim)", key: sub, expect: 403),
             Call(method: "DELETE", path: "/v1/keys/\(victim)", key: admin, expect: 200),
             Call(method: "DELETE", path: "/v1/keys/key_nothing", key: admin, expect: 404),
 
-            Call(method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: sub, json: ["kind": "activity", "expires_at": .int(nowSeconds() + 3600)], expect: 201),
+            Call(
+                method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: sub,
+                json: ["kind": "activity", "expires_at": .int(nowSeconds() + 3600)], expect: 201),
             Call(method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: sub, expect: 200),
-            Call(method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(freshToken())", key: sub, json: ["replaces": .string(t1)], expect: 201),
+            Call(
+                method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(freshToken())", key: sub, json: ["replaces": .string(t1)],
+                expect: 201),
             Call(method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: sub, raw: "{", expect: 400),
             Call(method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t1)", expect: 401),
             Call(method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: pub, expect: 403),
             Call(method: "PUT", path: "/v1/channels/\(ghost)/subscriptions/\(t1)", key: admin, expect: 404),
             Call(method: "PUT", path: "/v1/channels/\(closed)/subscriptions/\(t1)", key: sub, expect: 409, code: "channel_closed"),
-            Call(method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: sub, raw: "kind=activity", contentType: "application/x-www-form-urlencoded", expect: 415),
+            Call(
+                method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: sub, raw: "kind=activity",
+                contentType: "application/x-www-form-urlencoded", expect: 415),
             Call(method: "PUT", path: "/v1/channels/\(ch)/subscriptions/beef", key: sub, expect: 422, code: "invalid_token"),
-            Call(method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: sub, json: ["kind": "activity", "colour": "red"], expect: 422, code: "unknown_field"),
+            Call(
+                method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: sub, json: ["kind": "activity", "colour": "red"],
+                expect: 422, code: "unknown_field"),
             Call(method: "DELETE", path: "/v1/channels/\(ch)/subscriptions/\(t1)", expect: 401),
             Call(method: "DELETE", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: pub, expect: 403),
             Call(method: "DELETE", path: "/v1/channels/\(ch)/subscriptions/\(t1)", key: sub, expect: 404),  // replaced above
@@ -316,40 +350,72 @@ extension Route {
         calls += [
             Call(method: "PUT", path: "/v1/channels/\(ch)/subscriptions/\(t2)", key: sub, json: ["kind": "push-to-start"], expect: 201),
             Call(method: "DELETE", path: "/v1/channels/\(ch)/subscriptions/\(t2)", key: sub, expect: 204),
-            Call(method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub,
-                 json: ["subscribe": [.string(freshToken()), ["token": .string(freshToken()), "kind": "push-to-start", "expires_at": .int(nowSeconds() + 60)]],
-                        "unsubscribe": [.string(t2)]],
-                 expect: 200),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub,
+                json: [
+                    "subscribe": [
+                        .string(freshToken()),
+                        ["token": .string(freshToken()), "kind": "push-to-start", "expires_at": .int(nowSeconds() + 60)],
+                    ],
+                    "unsubscribe": [.string(t2)],
+                ],
+                expect: 200),
             Call(method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub, raw: "{", expect: 400),
             Call(method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", json: ["subscribe": []], expect: 401),
             Call(method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: pub, json: ["subscribe": []], expect: 403),
             Call(method: "POST", path: "/v1/channels/\(ghost)/subscriptions:batch", key: admin, json: ["subscribe": []], expect: 404),
             Call(method: "POST", path: "/v1/channels/\(closed)/subscriptions:batch", key: sub, json: ["subscribe": []], expect: 409),
-            Call(method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub, raw: tooMany, expect: 413, code: "request_too_large"),
-            Call(method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub, raw: "{}", contentType: "text/plain", expect: 415),
-            Call(method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub, json: ["subscribe": ["beef"]], expect: 422, code: "invalid_token"),
-            Call(method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub, json: ["subscribe": [], "remove": []], expect: 422, code: "unknown_field"),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub, raw: tooMany, expect: 413,
+                code: "request_too_large"),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub, raw: "{}", contentType: "text/plain", expect: 415),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub, json: ["subscribe": ["beef"]], expect: 422,
+                code: "invalid_token"),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/subscriptions:batch", key: sub, json: ["subscribe": [], "remove": []],
+                expect: 422, code: "unknown_field"),
 
-            Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: update(["s": 1]), headers: [("Idempotency-Key", "oas-1")], expect: 202),
-            Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: update(["s": 1]), headers: [("Idempotency-Key", "oas-1")], expect: 200),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: update(["s": 1]),
+                headers: [("Idempotency-Key", "oas-1")], expect: 202),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: update(["s": 1]),
+                headers: [("Idempotency-Key", "oas-1")], expect: 200),
             Call(method: "POST", path: "/v1/channels/\(ch)/events?dry_run=true", key: pub, json: update(["s": 2]), expect: 200),
             Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: start(), expect: 202),
-            Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub,
-                 json: ["aps": ["event": "end", "content-state": ["s": 3], "dismissal-date": .int(nowSeconds() + 3600)], "priority": 10, "expiration": 0],
-                 expect: 202),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events", key: pub,
+                json: [
+                    "aps": ["event": "end", "content-state": ["s": 3], "dismissal-date": .int(nowSeconds() + 3600)], "priority": 10,
+                    "expiration": 0,
+                ],
+                expect: 202),
             Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: update(), expect: 409, code: "activity_ended"),
-            Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: start(timestamp: 1), expect: 409, code: "stale_timestamp"),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: start(timestamp: 1), expect: 409, code: "stale_timestamp"
+            ),
             Call(method: "POST", path: "/v1/channels/\(closed)/events", key: pub, json: update(), expect: 409, code: "channel_closed"),
             Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, raw: "", expect: 400, code: "invalid_body"),
-            Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: update(), headers: [("Idempotency-Key", "")], expect: 400, code: "invalid_field"),
-            Call(method: "POST", path: "/v1/channels/\(ch)/events?dry_run=on", key: pub, json: update(), expect: 400, code: "invalid_field"),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: update(), headers: [("Idempotency-Key", "")],
+                expect: 400, code: "invalid_field"),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events?dry_run=on", key: pub, json: update(), expect: 400, code: "invalid_field"),
             Call(method: "POST", path: "/v1/channels/\(ch)/events", json: update(), expect: 401),
             Call(method: "POST", path: "/v1/channels/\(ch)/events", key: sub, json: update(), expect: 403),
             Call(method: "POST", path: "/v1/channels/\(ghost)/events", key: admin, json: update(), expect: 404),
-            Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: start(["x": .string(big)]), expect: 413, code: "payload_too_large"),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: start(["x": .string(big)]), expect: 413,
+                code: "payload_too_large"),
             Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, raw: update().text, contentType: "text/plain", expect: 415),
-            Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: ["aps": ["content-state": [:]]], expect: 422, code: "missing_field"),
-            Call(method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: ["aps": ["event": "start", "content-state": [:]], "topic": "x"], expect: 422, code: "unknown_field"),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: ["aps": ["content-state": [:]]], expect: 422,
+                code: "missing_field"),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events", key: pub,
+                json: ["aps": ["event": "start", "content-state": [:]], "topic": "x"], expect: 422, code: "unknown_field"),
             Call(method: "GET", path: "/v1/channels/\(ch)/events/\(event)", key: pub, expect: 200),
             Call(method: "GET", path: "/v1/channels/\(ch)/events/\(event)", expect: 401),
             Call(method: "GET", path: "/v1/channels/\(ch)/events/\(event)", key: sub, expect: 403),
@@ -364,11 +430,16 @@ extension Route {
         let degraded = try APIFixture { p in
             var c = APIConfig()
             c.adminToken = Redacted(p.adminToken)
-            return APIServer(config: c, store: p.store, engine: p.engine, channelManagers: { _ in nil }, metrics: p.metrics, logger: .discard)
+            return APIServer(
+                config: c, store: p.store, engine: p.engine, channelManagers: { _ in nil }, metrics: p.metrics, logger: .discard)
         }
         try run(
             degraded,
-            [Call(method: "POST", path: "/v1/channels", key: degraded.adminToken, json: ["id": "b", "bundle_id": "com.example.app", "mode": "hybrid"], expect: 503)],
+            [
+                Call(
+                    method: "POST", path: "/v1/channels", key: degraded.adminToken,
+                    json: ["id": "b", "bundle_id": "com.example.app", "mode": "hybrid"], expect: 503)
+            ],
             routes, ledger)
         degraded.fanout.closeStorage()
         try run(

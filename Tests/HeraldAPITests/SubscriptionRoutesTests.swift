@@ -138,7 +138,8 @@ import Testing
         #expect(try fx.waitFinished(channel, try #require(p.json?["event_id"]?.stringValue))["state"] == "done")
         let migrated = (0..<5).map { _ in freshToken() }
         let r = try fx.admin(
-            "POST", "/v1/channels/\(channel)/subscriptions:batch", json: ["subscribe": .array(migrated.map { .string($0) }), "catch_up": false])
+            "POST", "/v1/channels/\(channel)/subscriptions:batch",
+            json: ["subscribe": .array(migrated.map { .string($0) }), "catch_up": false])
         #expect(r.status == 200)
         let next = try fx.publish(channel, update(["minute": 2]))
         #expect(try fx.waitFinished(channel, try #require(next.json?["event_id"]?.stringValue))["state"] == "done")
@@ -173,8 +174,10 @@ import Testing
         #expect(b.errorCode == "not_found")
     }
 
-    @Test(arguments: ["abc", String(repeating: "0", count: 31), String(repeating: "0", count: 33), String(repeating: "zz", count: 16),
-                      String(repeating: "ab", count: 513)])
+    @Test(arguments: [
+        "abc", String(repeating: "0", count: 31), String(repeating: "0", count: 33), String(repeating: "zz", count: 16),
+        String(repeating: "ab", count: 513),
+    ])
     func aMalformedTokenIs422(token: String) throws {
         let fx = try Live.api()
         let channel = unique("badtok")
@@ -261,7 +264,8 @@ import Testing
         #expect(try count(fx, channel)?["total"] == 1, "nothing was applied, the removal included")
 
         let badRemoval = try fx.admin(
-            "POST", "/v1/channels/\(channel)/subscriptions:batch", json: ["subscribe": [.string(freshToken())], "unsubscribe": [.string(keep), "zz"]])
+            "POST", "/v1/channels/\(channel)/subscriptions:batch",
+            json: ["subscribe": [.string(freshToken())], "unsubscribe": [.string(keep), "zz"]])
         #expect(badRemoval.errorCode == "invalid_token")
         #expect(badRemoval.errorMessage?.contains("unsubscribe[1]") == true)
         #expect(try count(fx, channel)?["total"] == 1)

@@ -25,8 +25,11 @@ import FoundationNetworking
         #expect(d.maxStreams == 1000 && d.threads == 1 && d.ledger)
 
         let e = try settings(
-            [], env: ["HERALD_SIM_LISTEN": "0.0.0.0:443", "HERALD_SIM_CONTROL": "none", "HERALD_SIM_DIR": "/tmp/x",
-                "HERALD_SIM_FAULTS": "500=0.5"])
+            [],
+            env: [
+                "HERALD_SIM_LISTEN": "0.0.0.0:443", "HERALD_SIM_CONTROL": "none", "HERALD_SIM_DIR": "/tmp/x",
+                "HERALD_SIM_FAULTS": "500=0.5",
+            ])
         #expect(e.listen == HostPort(host: "0.0.0.0", port: 443))
         #expect(e.control == nil)
         #expect(e.directory == "/tmp/x")

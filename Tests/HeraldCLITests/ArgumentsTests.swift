@@ -4,7 +4,8 @@ import Testing
 
 @Suite struct ArgumentsTests {
     @Test func optionsFlagsAndPositionalsAreReadAndTheRestRefused() throws {
-        var a = Arguments(["create", "m1", "--bundle-id", "com.x", "--json", "--mode=hybrid"], environment: ["HERALD_SERVER": "http://h:1"])
+        var a = Arguments(
+            ["create", "m1", "--bundle-id", "com.x", "--json", "--mode=hybrid"], environment: ["HERALD_SERVER": "http://h:1"])
         #expect(try a.positional("verb") == "create")
         #expect(try a.option("--bundle-id") == "com.x")
         #expect(try a.option("--mode") == "hybrid")

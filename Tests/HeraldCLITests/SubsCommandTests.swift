@@ -13,8 +13,10 @@ import Testing
         let path = "/v1/channels/match-1/subscriptions/\(t1)"
         let stub = try StubServer { r, n in
             guard r.method == "PUT", r.path == path else { return .error(404, code: "not_found", message: "stub") }
-            let sub: JSON = ["channel": "match-1", "token": .string(String(r.path.split(separator: "/").last!)), "kind": "push-to-start",
-                "registered_at": 1_767_225_600, "expires_at": 1_767_268_800]
+            let sub: JSON = [
+                "channel": "match-1", "token": .string(String(r.path.split(separator: "/").last!)), "kind": "push-to-start",
+                "registered_at": 1_767_225_600, "expires_at": 1_767_268_800,
+            ]
             return .json(n == 0 ? 201 : 200, sub)
         }
         let r = stub.run(["subs", "add", "match-1", t1, "--kind", "push-to-start", "--expires-at", "1767268800"])
@@ -46,16 +48,20 @@ import Testing
             r.method == "POST" && r.path == "/v1/channels/match-1/subscriptions:batch"
                 ? .json(200, ["subscribed": 1, "updated": 0, "unsubscribed": 0]) : .error(404, code: "not_found", message: "stub")
         }
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-import-\(UInt64.random(in: 0...UInt64.max)).txt").path
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("herald-import-\(UInt64.random(in: 0...UInt64.max)).txt")
+            .path
         try "\(t1)\n\(t2)\n".write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
         #expect(stub.run(["subs", "import", "match-1", file, "--batch-size", "1", "--no-catch-up"]).code == 0)
         #expect(
             stub.requests.map(\.json)
-                == [["subscribe": [["token": .string(t1)]], "catch_up": false], ["subscribe": [["token": .string(t2)]], "catch_up": false]])
+                == [
+                    ["subscribe": [["token": .string(t1)]], "catch_up": false], ["subscribe": [["token": .string(t2)]], "catch_up": false],
+                ])
         #expect(stub.run(["subs", "import", "match-1", file]).code == 0)
         #expect(
-            stub.requests.last?.json == ["subscribe": [["token": .string(t1)], ["token": .string(t2)]]], "catch-up is the server's default: not sent")
+            stub.requests.last?.json == ["subscribe": [["token": .string(t1)], ["token": .string(t2)]]],
+            "catch-up is the server's default: not sent")
     }
 
     @Test func removingOneTokenDeletesItAndSeveralUseTheBatch() throws {

@@ -46,7 +46,9 @@ private func tokens(from first: Int, count n: Int) -> [SubscriptionInput] {
             apnsChannelID: nil)
         let batch = 500
         let preloaded = 100
-        for b in 0..<preloaded { _ = try store.batch(channelID: "match-1", subscribe: tokens(from: b * batch, count: batch), unsubscribe: []) }
+        for b in 0..<preloaded {
+            _ = try store.batch(channelID: "match-1", subscribe: tokens(from: b * batch, count: batch), unsubscribe: [])
+        }
 
         // A writer that keeps committing batches of new tokens until told to stop.
         let shared = Shared()

@@ -60,7 +60,8 @@ import FoundationNetworking
         try #require(cli(["channels", "create", "match-1", "--bundle-id", "com.example.app", "--env", "sandbox"]) == 0)
         try #require(cli(["subs", "add", "match-1", String(repeating: "ab", count: 80)]) == 0)
         try #require(
-            cli(["publish", "match-1", "--json", #"{"event":"update","content-state":{"home":1,"away":0}}"#, "--wait", "--timeout", "30"]) == 0)
+            cli(["publish", "match-1", "--json", #"{"event":"update","content-state":{"home":1,"away":0}}"#, "--wait", "--timeout", "30"])
+                == 0)
 
         let http = HTTPExchange(timeout: 10)
         let reply = try http.perform(URLRequest(url: URL(string: "http://127.0.0.1:\(metricsServer.port)/metrics")!))

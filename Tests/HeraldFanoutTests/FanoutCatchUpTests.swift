@@ -1,11 +1,10 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldFanout
 import HeraldSimulator
 import HeraldStore
 import HeraldTestSupport
+import Testing
 
 /// Late joiners in bulk (design delivery 9, issue #11): the new activity tokens of one
 /// batch are caught up together, the waiting ones are bounded, and what the bound drops is

@@ -1,6 +1,4 @@
 import Foundation
-import Testing
-
 import HeraldAPNS
 import HeraldCore
 import HeraldFanout
@@ -8,6 +6,7 @@ import HeraldSender
 import HeraldSimulator
 import HeraldStore
 import HeraldTestSupport
+import Testing
 
 @Suite struct FanoutDeliveryTests {
     @Test func aHundredThousandSubscribersEachGetTheEventExactlyOnce() throws {
@@ -41,10 +40,12 @@ import HeraldTestSupport
 
     @Test func aNewerUpdateSupersedesForSubscribersNotYetReached() throws {
         // A slow APNs (10 streams, 20 ms each): v1 is mid-way when v2 arrives.
-        let fx = try FanoutFixture(connections: 1, fanout: { $0.batchSize = 50 }, simulator: { sim in
-            sim.maxConcurrentStreams = 10
-            sim.faults.latency = 0.02
-        })
+        let fx = try FanoutFixture(
+            connections: 1, fanout: { $0.batchSize = 50 },
+            simulator: { sim in
+                sim.maxConcurrentStreams = 10
+                sim.faults.latency = 0.02
+            })
         try fx.channel("m")
         let tokens = makeTokens(2000, seed: 3)
         try fx.subscribe("m", tokens)
@@ -81,10 +82,12 @@ import HeraldTestSupport
     }
 
     @Test func anEndIsNeverSupersededAndUpdatesAfterItAreRefused() throws {
-        let fx = try FanoutFixture(connections: 1, simulator: { sim in
-            sim.maxConcurrentStreams = 10
-            sim.faults.latency = 0.01
-        })
+        let fx = try FanoutFixture(
+            connections: 1,
+            simulator: { sim in
+                sim.maxConcurrentStreams = 10
+                sim.faults.latency = 0.01
+            })
         try fx.channel("m")
         let tokens = makeTokens(500, seed: 4)
         try fx.subscribe("m", tokens)
@@ -123,10 +126,16 @@ import HeraldTestSupport
 func bigAndSmallChannels(
     bigSeed: UInt64, small: [String], fanout: @escaping (inout FanoutConfig) -> Void = { _ in }
 ) throws -> FanoutFixture {
-    let fx = try FanoutFixture(connections: 1, fanout: { $0.batchSize = 100; fanout(&$0) }, simulator: { sim in
-        sim.maxConcurrentStreams = 50
-        sim.faults.latency = 0.01
-    })
+    let fx = try FanoutFixture(
+        connections: 1,
+        fanout: {
+            $0.batchSize = 100
+            fanout(&$0)
+        },
+        simulator: { sim in
+            sim.maxConcurrentStreams = 50
+            sim.faults.latency = 0.01
+        })
     try fx.channel("big")
     try fx.channel("small")
     try fx.subscribe("big", makeTokens(20_000, seed: bigSeed))

@@ -1,12 +1,11 @@
 import Foundation
-import Testing
-
 import HeraldAPNS
 import HeraldCore
 import HeraldFanout
 import HeraldSimulator
 import HeraldStore
 import HeraldTestSupport
+import Testing
 
 @Suite struct FanoutModesTests {
     @Test func broadcastSendsOneRequestToTheAPNsChannel() throws {

@@ -1,11 +1,10 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldFanout
 import HeraldSimulator
 import HeraldStore
 import HeraldTestSupport
+import Testing
 
 /// Delivery promise 4 (design): per token, never an older event after a newer one — when
 /// the scheduler hears of events out of order, and when a late joiner's catch-up push

@@ -1,12 +1,11 @@
 import Foundation
-import Testing
-
 import HeraldAPNS
 import HeraldCore
 import HeraldFanout
 import HeraldSimulator
 import HeraldStore
 import HeraldTestSupport
+import Testing
 
 @Suite struct FanoutPruneTests {
     @Test func unregisteredTokensArePrunedUnlessReRegisteredAfterAPNsTimestamp() throws {
@@ -48,7 +47,8 @@ import HeraldTestSupport
         #expect(e.counters.pruned == 0)
         #expect(e.counters.failed == 1)
         let ch = try #require(try fx.store.channel(id: "m"))
-        #expect(try fx.store.subscription(channelNum: ch.num, token: Hex.decode(tokens[0])!) != nil, "kept: registered after APNs' timestamp")
+        #expect(
+            try fx.store.subscription(channelNum: ch.num, token: Hex.decode(tokens[0])!) != nil, "kept: registered after APNs' timestamp")
         #expect(try fx.store.countSubscriptions(channelNum: ch.num, kind: .activity) == 10)
     }
 

@@ -1,9 +1,8 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldSimulator
 import HeraldTestSupport
+import Testing
 
 /// APNs misbehaving under a real `herald serve` (issue #6, "Faults"): error storms, 429
 /// bursts with Retry-After, GOAWAY every N streams, latency, and APNs restarting mid
@@ -27,7 +26,11 @@ extension FaultTests {
         /// rate can explain.
         @Test func aFivePercentErrorStormStillReachesEveryoneWithExactlyOneRetryPerError() throws {
             let h = try ServedHerald { $0.maxConcurrentStreams = 200 }
-            h.sim.sim.setFaults(faults { $0.errorRates = [500: 0.025, 503: 0.025]; $0.latency = 0.02 })
+            h.sim.sim.setFaults(
+                faults {
+                    $0.errorRates = [500: 0.025, 503: 0.025]
+                    $0.latency = 0.02
+                })
             try h.channel("storm")
             let tokens = makeTokens(4_000, seed: 601)
             try h.subscribe("storm", tokens)
@@ -44,7 +47,9 @@ extension FaultTests {
             let answers = h.sim.sim.stats().responses
             let errors = (answers[500] ?? 0) + (answers[503] ?? 0)
             let m = try h.serve.metrics()
-            print("storm: \(errors) error answers, retried \(e["retried"]?.intValue ?? -1), metrics \(m.sum("herald_apns_retries_total", Self.pool))")
+            print(
+                "storm: \(errors) error answers, retried \(e["retried"]?.intValue ?? -1), metrics \(m.sum("herald_apns_retries_total", Self.pool))"
+            )
             #expect(errors > 0)
             #expect(e["retried"]?.intValue == Int64(errors))
             #expect(m.sum("herald_apns_retries_total", Self.pool) == Double(errors))
@@ -73,7 +78,11 @@ extension FaultTests {
             let tokens = makeTokens(2_000, seed: 602)
             try h.subscribe("burst", tokens)
             let retryAfter = 3
-            h.sim.sim.setFaults(faults { $0.errorRates = [429: 1]; $0.retryAfter = retryAfter })
+            h.sim.sim.setFaults(
+                faults {
+                    $0.errorRates = [429: 1]
+                    $0.retryAfter = retryAfter
+                })
             let id = try h.publishAccepted("burst", update(2))
             // The first 429 goes out no later than this.
             #expect(Poll.until(timeout: 30, interval: 0.002) { (h.sim.sim.stats().responses[429] ?? 0) > 0 })
@@ -108,7 +117,11 @@ extension FaultTests {
         @Test func goAwayEveryThreeHundredStreamsResendsOnlyWhatWasNotProcessed() throws {
             let streamsPerConnection = 300
             let h = try ServedHerald { $0.maxConcurrentStreams = 200 }
-            h.sim.sim.setFaults(faults { $0.goAwayAfterStreams = streamsPerConnection; $0.latency = 0.002 })
+            h.sim.sim.setFaults(
+                faults {
+                    $0.goAwayAfterStreams = streamsPerConnection
+                    $0.latency = 0.002
+                })
             try h.channel("goaway")
             let tokens = makeTokens(6_000, seed: 603)
             try h.subscribe("goaway", tokens)
@@ -126,7 +139,9 @@ extension FaultTests {
             let m = try h.serve.metrics()
             let goaways = Int(m.sum("herald_apns_goaways_total", Self.pool))
             let connects = Int(m.sum("herald_apns_connects_total", Self.pool))
-            print("goaway: \(stats.requests) requests on \(stats.connections) connections, \(goaways) GOAWAYs, \(connects) connects, \(Int(m.sum("herald_apns_refused_streams_total", Self.pool))) streams resent")
+            print(
+                "goaway: \(stats.requests) requests on \(stats.connections) connections, \(goaways) GOAWAYs, \(connects) connects, \(Int(m.sum("herald_apns_refused_streams_total", Self.pool))) streams resent"
+            )
             // Each connection serves at most 300 streams, and each that did got a GOAWAY; the
             // ones still open (at most the pool's 4) may not have reached 300 yet.
             #expect(stats.requests <= streamsPerConnection * stats.connections)
@@ -150,7 +165,10 @@ extension FaultTests {
             let id = try h.publishAccepted("restart", update(4))
             #expect(Poll.until(timeout: 60, interval: 0.002) { h.sim.sim.stats().accepted >= 5_000 })
             let old = h.sim.sim
-            try h.sim.restart { $0.maxConcurrentStreams = UInt32(streams); $0.faults.latency = 0.002 }
+            try h.sim.restart {
+                $0.maxConcurrentStreams = UInt32(streams)
+                $0.faults.latency = 0.002
+            }
             // The old simulator's loops are stopped: its ledger is final.
             let before = old.tokenCounts()
             let e = try #require(try h.serve.waitEvent("restart", id, timeout: 60 + Self.worstBackoff), "the event never ended")
@@ -167,7 +185,9 @@ extension FaultTests {
             let twice = Set(before.keys).intersection(after.keys).count
             let m = try h.serve.metrics()
             let retries = Int(m.sum("herald_apns_retries_total", Self.pool))
-            print("restart: \(before.count) before, \(after.count) after, \(twice) twice, \(retries) retries, \(Int(m.sum("herald_apns_connects_total", Self.pool))) connects")
+            print(
+                "restart: \(before.count) before, \(after.count) after, \(twice) twice, \(retries) retries, \(Int(m.sum("herald_apns_connects_total", Self.pool))) connects"
+            )
             #expect(twice <= inFlight)
             // Each request cut by the restart is retried once: queued requests wait for a
             // connection without using attempts, so a retry only meets the new APNs.

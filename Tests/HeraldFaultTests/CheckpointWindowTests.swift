@@ -1,12 +1,11 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldFanout
 import HeraldSQL
 import HeraldSimulator
 import HeraldStore
 import HeraldTestSupport
+import Testing
 
 /// The duplicate window after a crash (docs/operations.md, "After a crash"): the scheduler
 /// never reads more than `maxBatchesPastCheckpoint` batches past the last checkpoint the

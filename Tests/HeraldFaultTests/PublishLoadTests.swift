@@ -1,10 +1,9 @@
 import Foundation
-import Testing
-
 import HeraldCore
-import HeraldSimulator
 import HeraldSQL
+import HeraldSimulator
 import HeraldTestSupport
+import Testing
 
 /// Issue #6, "Load", the CI-sized run (Benchmarks/soak.sh runs the same mix for minutes):
 /// 200 publishers at once on 100 channels while a 10 000-subscriber channel is fanned out
@@ -32,7 +31,10 @@ extension FaultTests {
                 body(self)
                 lock.unlock()
             }
-            func add(latency: Double) { latencies.append(latency); accepted += 1 }
+            func add(latency: Double) {
+                latencies.append(latency)
+                accepted += 1
+            }
             func addPushBack() { pushedBack += 1 }
             func add(error: String) { if errors.count < 20 { errors.append(error) } else { errors[19] = "… and more" } }
             /// What was recorded since the last call (errors are kept).
@@ -165,9 +167,15 @@ extension FaultTests {
             let sqliteEnd = try h.serve.metrics().sum("herald_db_memory_peak_bytes")
             let p = Percentiles(latencies)
             let mib = { (b: Int) in String(format: "%.1f MiB", Double(b) / 1_048_576) }
-            print("load: \(accepted) publishes by \(Self.clients) clients in \(String(format: "%.1f", seconds)) s (\(Int(Double(accepted) / seconds))/s), publish→202 \(p)")
-            print("load: \(warmUp.accepted) publishes to warm up; pushed back \(pushedBack) times (retried after Retry-After), \(errors.count) errors, \(h.sim.sim.stats().accepted) pushes delivered")
-            print("load: RssAnon warm \(mib(warm.anon)), mid \(mib(mid.anon)), end \(mib(end.anon)); VmRSS warm \(mib(warm.rss)), end \(mib(end.rss)); database \(mib(dbWarm)) → \(mib(dbEnd))")
+            print(
+                "load: \(accepted) publishes by \(Self.clients) clients in \(String(format: "%.1f", seconds)) s (\(Int(Double(accepted) / seconds))/s), publish→202 \(p)"
+            )
+            print(
+                "load: \(warmUp.accepted) publishes to warm up; pushed back \(pushedBack) times (retried after Retry-After), \(errors.count) errors, \(h.sim.sim.stats().accepted) pushes delivered"
+            )
+            print(
+                "load: RssAnon warm \(mib(warm.anon)), mid \(mib(mid.anon)), end \(mib(end.anon)); VmRSS warm \(mib(warm.rss)), end \(mib(end.rss)); database \(mib(dbWarm)) → \(mib(dbEnd))"
+            )
 
             #expect(errors.isEmpty, "\(errors)")
             #expect(bigTally.take().errors.isEmpty)

@@ -1,8 +1,7 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldTestSupport
+import Testing
 
 /// Issue #6, "Faults": a publisher whose clock is wrong. docs/api.md ("What Herald does for
 /// you") and docs/openapi.yaml: a given `aps.timestamp` must be newer than the channel's

@@ -1,10 +1,9 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldSQL
 import HeraldSimulator
 import HeraldTestSupport
+import Testing
 
 /// Issue #6, "Faults": `herald serve` killed with SIGKILL at random points of long fan-outs,
 /// ten times in a row, restarted each time. Several events on a few channels (an update
@@ -135,10 +134,16 @@ extension FaultTests {
                 // What a committed checkpoint calls finished really reached APNs.
                 for e in unfinished {
                     let u = targets(e.channel, e.kind).filter { e.checkpointCovers($0) && snapshot[$0]?[e.id] == nil }.count
-                    if u > 0 { print("kills: kill \(life + 1): \(e.channel) \(e.kind) seq \(e.seq) (\(e.state)) covers \(u) tokens that never got it") }
+                    if u > 0 {
+                        print(
+                            "kills: kill \(life + 1): \(e.channel) \(e.kind) seq \(e.seq) (\(e.state)) covers \(u) tokens that never got it"
+                        )
+                    }
                     uncoveredByCheckpoint += u
                 }
-                print("kills: kill \(life + 1) at \(h.sim.sim.stats().accepted) pushes, unfinished \(unfinished.count), snapshot \(String(format: "%.2f", Date().timeIntervalSince(t0))) s")
+                print(
+                    "kills: kill \(life + 1) at \(h.sim.sim.stats().accepted) pushes, unfinished \(unfinished.count), snapshot \(String(format: "%.2f", Date().timeIntervalSince(t0))) s"
+                )
                 try h.restart()
             }
             #expect(killsMidFanOut == 10, "every kill should interrupt a fan-out")
@@ -176,7 +181,9 @@ extension FaultTests {
                 guard let e else { return tokens.count }
                 let lacking = tokens.filter { (final[$0]?[e.id] ?? 0) == 0 }
                 if let t = lacking.first {
-                    print("kills: \(lacking.count) lack \(e.channel) \(e.kind) \(e.seq) \(e.id) \(String(decoding: e.payload, as: UTF8.self)); e.g. \(t) got \(final[t] ?? [:]): \(h.sim.sim.pushes(to: t).map { String(decoding: $0.payload, as: UTF8.self) })")
+                    print(
+                        "kills: \(lacking.count) lack \(e.channel) \(e.kind) \(e.seq) \(e.id) \(String(decoding: e.payload, as: UTF8.self)); e.g. \(t) got \(final[t] ?? [:]): \(h.sim.sim.pushes(to: t).map { String(decoding: $0.payload, as: UTF8.self) })"
+                    )
                 }
                 return lacking.count
             }
@@ -231,7 +238,9 @@ extension FaultTests {
                 }
             }
             let pushes = h.sim.sim.stats().accepted
-            print("kills: \(pushes) pushes for \(all.count) subscriptions, \(totalDuplicates) resent after a kill, at most \(maxDuplicates) per event and kill (window \(window))")
+            print(
+                "kills: \(pushes) pushes for \(all.count) subscriptions, \(totalDuplicates) resent after a kill, at most \(maxDuplicates) per event and kill (window \(window))"
+            )
         }
     }
 }

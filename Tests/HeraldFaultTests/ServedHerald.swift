@@ -1,9 +1,8 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldSimulator
 import HeraldTestSupport
+import Testing
 
 /// A simulator in this process and the built `herald serve` as a child process talking to
 /// it: what every fault test starts from. `restart()` replaces the child (after `kill()`)

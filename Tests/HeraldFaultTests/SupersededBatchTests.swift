@@ -1,12 +1,11 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldFanout
 import HeraldSender
 import HeraldSimulator
 import HeraldStore
 import HeraldTestSupport
+import Testing
 
 /// A stream of updates that supersede each other while the APNs pool is full: each
 /// superseded event leaves behind the batch the pool had no room for. Its requests must be
@@ -25,7 +24,8 @@ extension FaultTests {
                 // The event is being sent (the pool is full: its next batch waits), then a
                 // newer update supersedes it.
                 let e = last
-                #expect(Poll.until(timeout: 30, interval: 0.001) { (try? f.store.event(channelID: "churn", eventID: e.id).state) != .queued })
+                #expect(
+                    Poll.until(timeout: 30, interval: 0.001) { (try? f.store.event(channelID: "churn", eventID: e.id).state) != .queued })
                 last = try f.publish("churn", state: ["score": .int(Int64(i))])
             }
             let done = try f.waitFinished(last)

@@ -1,10 +1,9 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldSQL
 import HeraldSimulator
 import HeraldTestSupport
+import Testing
 
 /// Issue #6, "Faults": the database's storage stops taking writes under a running
 /// `herald serve` — a full file system (a real tmpfs filled to the last byte) and files

@@ -24,9 +24,18 @@ import Testing
 
     /// One whole request on connection `id` (arrived, answered, ended).
     static func request(_ b: inout ConnectionBook, _ id: UInt) {
-        do { let ok = b.requestArrived(ConnectionID(raw: id)); #expect(ok) }
-        do { let ok = b.responding(ConnectionID(raw: id)); #expect(ok) }
-        do { let ok = b.requestEnded(ConnectionID(raw: id)); #expect(!ok) }
+        do {
+            let ok = b.requestArrived(ConnectionID(raw: id))
+            #expect(ok)
+        }
+        do {
+            let ok = b.responding(ConnectionID(raw: id))
+            #expect(ok)
+        }
+        do {
+            let ok = b.requestEnded(ConnectionID(raw: id))
+            #expect(!ok)
+        }
     }
 
     static func reclaim(_ id: UInt, _ phase: ConnectionBook.ReclaimedPhase = .idle) -> ConnectionBook.Admission {
@@ -35,7 +44,10 @@ import Testing
 
     @Test func belowTheCapEveryConnectionIsAdmittedAsIs() {
         var b = Self.book(max: 3)
-        for id: UInt in 1...3 { let a = Self.open(&b, id); #expect(a == .admit(reclaiming: nil)) }
+        for id: UInt in 1...3 {
+            let a = Self.open(&b, id)
+            #expect(a == .admit(reclaiming: nil))
+        }
         #expect(b.open == 3)
         #expect(b.refused.isEmpty && b.reclaimed.isEmpty)
     }
@@ -45,9 +57,18 @@ import Testing
         for id: UInt in 1...3 { Self.open(&b, id) }
         // 1 is used again: 2 has now been idle longest, then 3, then 1.
         Self.request(&b, 1)
-        do { let a = Self.open(&b, 4); #expect(a == Self.reclaim(2)) }
-        do { let a = Self.open(&b, 5); #expect(a == Self.reclaim(3)) }
-        do { let a = Self.open(&b, 6); #expect(a == Self.reclaim(1)) }
+        do {
+            let a = Self.open(&b, 4)
+            #expect(a == Self.reclaim(2))
+        }
+        do {
+            let a = Self.open(&b, 5)
+            #expect(a == Self.reclaim(3))
+        }
+        do {
+            let a = Self.open(&b, 6)
+            #expect(a == Self.reclaim(1))
+        }
         #expect(b.reclaimed[.idle] == 3)
         #expect(b.closing == 3)
         // Reclaimed ones hold their descriptor until closed.
@@ -60,30 +81,75 @@ import Testing
         var b = Self.book(max: 2)
         Self.open(&b, 1)
         Self.open(&b, 2)
-        do { let ok = b.requestArrived(ConnectionID(raw: 1)); #expect(ok) }
-        do { let ok = b.responding(ConnectionID(raw: 1)); #expect(ok) }  // oldest, but its handler runs
-        do { let a = Self.open(&b, 3); #expect(a == Self.reclaim(2)) }
-        do { let ok = b.requestArrived(ConnectionID(raw: 3)); #expect(ok) }
-        do { let ok = b.responding(ConnectionID(raw: 3)); #expect(ok) }
-        do { let a = b.admit(Self.ip(9), on: Self.t2); #expect(a == .refuse(.connectionLimit)) }
+        do {
+            let ok = b.requestArrived(ConnectionID(raw: 1))
+            #expect(ok)
+        }
+        do {
+            let ok = b.responding(ConnectionID(raw: 1))
+            #expect(ok)
+        }  // oldest, but its handler runs
+        do {
+            let a = Self.open(&b, 3)
+            #expect(a == Self.reclaim(2))
+        }
+        do {
+            let ok = b.requestArrived(ConnectionID(raw: 3))
+            #expect(ok)
+        }
+        do {
+            let ok = b.responding(ConnectionID(raw: 3))
+            #expect(ok)
+        }
+        do {
+            let a = b.admit(Self.ip(9), on: Self.t2)
+            #expect(a == .refuse(.connectionLimit))
+        }
         #expect(b.refused[.connectionLimit] == 1)
         // Once answered, 1 is idle again and may make room.
-        do { let ok = b.requestEnded(ConnectionID(raw: 1)); #expect(!ok) }
-        do { let a = Self.open(&b, 4); #expect(a == Self.reclaim(1)) }
+        do {
+            let ok = b.requestEnded(ConnectionID(raw: 1))
+            #expect(!ok)
+        }
+        do {
+            let a = Self.open(&b, 4)
+            #expect(a == Self.reclaim(1))
+        }
     }
 
     @Test func aRequestStillArrivingIsReclaimedOnlyWhenNoneIsIdle() {
         var b = Self.book(max: 2)
         Self.open(&b, 1)
         Self.open(&b, 2)
-        do { let ok = b.requestArrived(ConnectionID(raw: 1)); #expect(ok) }  // older, but reading its request
-        do { let a = Self.open(&b, 3); #expect(a == Self.reclaim(2)) }
-        do { let ok = b.requestArrived(ConnectionID(raw: 3)); #expect(ok) }
-        do { let a = Self.open(&b, 4); #expect(a == Self.reclaim(1, .readingRequest)) }
+        do {
+            let ok = b.requestArrived(ConnectionID(raw: 1))
+            #expect(ok)
+        }  // older, but reading its request
+        do {
+            let a = Self.open(&b, 3)
+            #expect(a == Self.reclaim(2))
+        }
+        do {
+            let ok = b.requestArrived(ConnectionID(raw: 3))
+            #expect(ok)
+        }
+        do {
+            let a = Self.open(&b, 4)
+            #expect(a == Self.reclaim(1, .readingRequest))
+        }
         // The request on a reclaimed connection runs no handler, and its end is the reclaim's.
-        do { let ok = b.responding(ConnectionID(raw: 1)); #expect(!ok) }
-        do { let ok = b.requestEnded(ConnectionID(raw: 1)); #expect(ok) }
-        do { let ok = b.requestArrived(ConnectionID(raw: 2)); #expect(!ok) }
+        do {
+            let ok = b.responding(ConnectionID(raw: 1))
+            #expect(!ok)
+        }
+        do {
+            let ok = b.requestEnded(ConnectionID(raw: 1))
+            #expect(ok)
+        }
+        do {
+            let ok = b.requestArrived(ConnectionID(raw: 2))
+            #expect(!ok)
+        }
         #expect(b.reclaimed == [.idle: 1, .readingRequest: 1])
     }
 
@@ -117,54 +183,114 @@ import Testing
             b.opened(ConnectionID(raw: id), from: Self.ip(1), socket: Int32(id) + 100, on: thread)
         }
         // Accepted on thread 1: its own 2, though 1 (thread 2) has been idle longer.
-        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == Self.reclaim(2)) }
+        do {
+            let a = b.admit(Self.ip(1), on: Self.t1)
+            #expect(a == Self.reclaim(2))
+        }
         b.opened(ConnectionID(raw: 4), from: Self.ip(1), socket: 104, on: Self.t1)
-        do { let ok = b.requestArrived(ConnectionID(raw: 4)); #expect(ok) }
+        do {
+            let ok = b.requestArrived(ConnectionID(raw: 4))
+            #expect(ok)
+        }
         // Thread 1 has none idle now: the oldest elsewhere, 1 before 3.
-        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == Self.reclaim(1)) }
+        do {
+            let a = b.admit(Self.ip(1), on: Self.t1)
+            #expect(a == Self.reclaim(1))
+        }
         b.opened(ConnectionID(raw: 5), from: Self.ip(1), socket: 105, on: Self.t1)
-        do { let ok = b.requestArrived(ConnectionID(raw: 5)); #expect(ok) }
-        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == Self.reclaim(3)) }
+        do {
+            let ok = b.requestArrived(ConnectionID(raw: 5))
+            #expect(ok)
+        }
+        do {
+            let a = b.admit(Self.ip(1), on: Self.t1)
+            #expect(a == Self.reclaim(3))
+        }
     }
 
     @Test func aConnectionClosingAfterItsResponseIsNotReclaimed() {
         var b = Self.book(max: 2)
         Self.open(&b, 1)
         Self.open(&b, 2)
-        do { let ok = b.requestArrived(ConnectionID(raw: 1)); #expect(ok) }
-        do { let ok = b.responding(ConnectionID(raw: 1)); #expect(ok) }
-        do { let r = b.requestEnded(ConnectionID(raw: 1), keepsOpen: false); #expect(!r) }  // Connection: close
-        do { let a = Self.open(&b, 3); #expect(a == Self.reclaim(2)) }
-        do { let ok = b.requestArrived(ConnectionID(raw: 3)); #expect(ok) }
-        do { let ok = b.responding(ConnectionID(raw: 3)); #expect(ok) }
-        do { let a = b.admit(Self.ip(1), on: Self.t2); #expect(a == .refuse(.connectionLimit)) }
+        do {
+            let ok = b.requestArrived(ConnectionID(raw: 1))
+            #expect(ok)
+        }
+        do {
+            let ok = b.responding(ConnectionID(raw: 1))
+            #expect(ok)
+        }
+        do {
+            let r = b.requestEnded(ConnectionID(raw: 1), keepsOpen: false)
+            #expect(!r)
+        }  // Connection: close
+        do {
+            let a = Self.open(&b, 3)
+            #expect(a == Self.reclaim(2))
+        }
+        do {
+            let ok = b.requestArrived(ConnectionID(raw: 3))
+            #expect(ok)
+        }
+        do {
+            let ok = b.responding(ConnectionID(raw: 3))
+            #expect(ok)
+        }
+        do {
+            let a = b.admit(Self.ip(1), on: Self.t2)
+            #expect(a == .refuse(.connectionLimit))
+        }
     }
 
     @Test func thePerAddressCapRefusesOnlyThatAddressAndCountsConnectionsUntilClosed() {
         var b = Self.book(max: 3, perAddress: 2)
         Self.open(&b, 1, from: Self.ip(1))
         Self.open(&b, 2, from: Self.ip(1))
-        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == .refuse(.perAddressLimit)) }
-        do { let a = Self.open(&b, 3, from: Self.ip(2)); #expect(a == .admit(reclaiming: nil)) }
+        do {
+            let a = b.admit(Self.ip(1), on: Self.t1)
+            #expect(a == .refuse(.perAddressLimit))
+        }
+        do {
+            let a = Self.open(&b, 3, from: Self.ip(2))
+            #expect(a == .admit(reclaiming: nil))
+        }
         // At the global cap: 4 from 10.0.0.2 reclaims 1, which still counts for 10.0.0.1.
-        do { let a = Self.open(&b, 4, from: Self.ip(2)); #expect(a == Self.reclaim(1)) }
-        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == .refuse(.perAddressLimit)) }
+        do {
+            let a = Self.open(&b, 4, from: Self.ip(2))
+            #expect(a == Self.reclaim(1))
+        }
+        do {
+            let a = b.admit(Self.ip(1), on: Self.t1)
+            #expect(a == .refuse(.perAddressLimit))
+        }
         b.closed(ConnectionID(raw: 1))
         #expect(b.count(from: Self.ip(1)) == 1)
-        do { let a = Self.open(&b, 5, from: Self.ip(1)); #expect(a == Self.reclaim(2)) }
+        do {
+            let a = Self.open(&b, 5, from: Self.ip(1))
+            #expect(a == Self.reclaim(2))
+        }
         #expect(b.refused[.perAddressLimit] == 2)
     }
 
     @Test func zeroMeansNoPerAddressCap() {
         var b = Self.book(max: 100, perAddress: 0)
-        for id: UInt in 1...100 { let a = Self.open(&b, id); #expect(a == .admit(reclaiming: nil)) }
+        for id: UInt in 1...100 {
+            let a = Self.open(&b, id)
+            #expect(a == .admit(reclaiming: nil))
+        }
         #expect(b.count(from: Self.ip(1)) == 100)
     }
 
     @Test func anAdmissionCountsAtOnceSoTwoWorkersCannotBothTakeTheLastPlace() {
         var b = Self.book(max: 10, perAddress: 1)
-        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == .admit(reclaiming: nil)) }
-        do { let a = b.admit(Self.ip(1), on: Self.t2); #expect(a == .refuse(.perAddressLimit)) }
+        do {
+            let a = b.admit(Self.ip(1), on: Self.t1)
+            #expect(a == .admit(reclaiming: nil))
+        }
+        do {
+            let a = b.admit(Self.ip(1), on: Self.t2)
+            #expect(a == .refuse(.perAddressLimit))
+        }
         b.opened(ConnectionID(raw: 1), from: Self.ip(1), socket: 101, on: Self.t1)
         #expect(b.count(from: Self.ip(1)) == 1)
         #expect(b.open == 1)
@@ -172,22 +298,40 @@ import Testing
 
     @Test func anAdmissionThatNeverOpensIsReleasedByTheThreadsNextAdmission() {
         var b = Self.book(max: 1, perAddress: 1)
-        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == .admit(reclaiming: nil)) }
+        do {
+            let a = b.admit(Self.ip(1), on: Self.t1)
+            #expect(a == .admit(reclaiming: nil))
+        }
         // libmicrohttpd dropped it (no STARTED); the same worker accepts the next one.
-        do { let a = b.admit(Self.ip(1), on: Self.t1); #expect(a == .admit(reclaiming: nil)) }
+        do {
+            let a = b.admit(Self.ip(1), on: Self.t1)
+            #expect(a == .admit(reclaiming: nil))
+        }
         #expect(b.count(from: Self.ip(1)) == 1)
         // Still pending on thread 1: thread 2 finds the cap reached, with nothing to reclaim.
-        do { let a = b.admit(Self.ip(2), on: Self.t2); #expect(a == .refuse(.connectionLimit)) }
+        do {
+            let a = b.admit(Self.ip(2), on: Self.t2)
+            #expect(a == .refuse(.connectionLimit))
+        }
     }
 
     @Test func reclaimedConnectionsNotYetClosedAreBoundedByTheClosingAllowance() {
         var b = Self.book(max: 2, closing: 1)
         Self.open(&b, 1)
         Self.open(&b, 2)
-        do { let a = Self.open(&b, 3); #expect(a == Self.reclaim(1)) }
-        do { let a = b.admit(Self.ip(2), on: Self.t2); #expect(a == .refuse(.connectionLimit)) }
+        do {
+            let a = Self.open(&b, 3)
+            #expect(a == Self.reclaim(1))
+        }
+        do {
+            let a = b.admit(Self.ip(2), on: Self.t2)
+            #expect(a == .refuse(.connectionLimit))
+        }
         b.closed(ConnectionID(raw: 1))
-        do { let a = Self.open(&b, 4); #expect(a == Self.reclaim(2)) }
+        do {
+            let a = Self.open(&b, 4)
+            #expect(a == Self.reclaim(2))
+        }
     }
 
     @Test func manyRequestsOnFewConnectionsKeepTheQueuesSmall() {
@@ -196,7 +340,10 @@ import Testing
         for i in 0..<10_000 { Self.request(&b, UInt(i % 4) + 1) }
         #expect(b.queuedEntries <= 2 * (2 * 4 + 64 + 1))
         // Still in order: 1 was used least recently (10,000 is a multiple of 4).
-        do { let a = Self.open(&b, 5); #expect(a == Self.reclaim(1)) }
+        do {
+            let a = Self.open(&b, 5)
+            #expect(a == Self.reclaim(1))
+        }
     }
 
     /// Random events on 3 addresses and 2 threads, checked after each step: the caps hold,

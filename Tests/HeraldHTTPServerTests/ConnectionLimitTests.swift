@@ -1,8 +1,9 @@
 import Dispatch
 import HeraldCore
-@testable import HeraldHTTPServer
 import Synchronization
 import Testing
+
+@testable import HeraldHTTPServer
 
 @Suite struct ConnectionLimitTests {
     // Until issue 11 a connection beyond maxConnections waited in the listen queue until

@@ -61,7 +61,8 @@ extension Hostile {
             }
             let after = try Hostile.FrontDoor.counts(h)
             let counted = (after.limit - before.limit) + (after.idle - before.idle) + (after.reading - before.reading)
-            print("connection flood: 300 at once through 32 slots: \(ok) answered, \(unanswered) closed unanswered (counted \(Int(counted)))")
+            print(
+                "connection flood: 300 at once through 32 slots: \(ok) answered, \(unanswered) closed unanswered (counted \(Int(counted)))")
             #expect(ok + unanswered == burst.count, "\(burst.count - ok - unanswered) got something else")
             #expect(ok >= 32, "only \(ok) answered")
             #expect(Double(unanswered) == counted, "\(unanswered) unanswered, \(counted) counted as refused or reclaimed")
@@ -69,7 +70,9 @@ extension Hostile {
             waiting.close()
 
             // Nothing kept per connection once they are gone.
-            #expect(ServedHerald.eventually(timeout: 5) { h.openDescriptors <= baseline + 2 }, "\(h.openDescriptors - baseline) descriptors left")
+            #expect(
+                ServedHerald.eventually(timeout: 5) { h.openDescriptors <= baseline + 2 },
+                "\(h.openDescriptors - baseline) descriptors left")
             #expect(h.isAlive)
         }
     }

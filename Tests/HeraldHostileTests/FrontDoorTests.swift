@@ -142,7 +142,9 @@ extension Hostile {
             let during = try Self.counts(h)
             let rss = try Self.metrics(h).sum("process_resident_memory_bytes")
             let report = normal.stop()
-            print("front door, 2,000 idle from 20 addresses: \(report); resident memory +\(Int((rss - before) / 1024)) KiB for \(Int(during.open)) connections")
+            print(
+                "front door, 2,000 idle from 20 addresses: \(report); resident memory +\(Int((rss - before) / 1024)) KiB for \(Int(during.open)) connections"
+            )
             report.check(expected: 3.5 / 0.2 * 0.6)
             // Under both caps: all held, none refused or reclaimed.
             #expect(during.open >= 2_000, "open: \(during.open)")
@@ -191,7 +193,8 @@ extension Hostile {
             let slow = try HostileClient(port: h.port, from: "127.0.0.2", receiveBuffer: 4096)
             let pipelined = 900
             let request = "GET /metrics HTTP/1.1\r\nHost: herald\r\n\r\n"
-            try slow.send(String(repeating: request, count: pipelined - 1) + "GET /metrics HTTP/1.1\r\nHost: herald\r\nConnection: close\r\n\r\n")
+            try slow.send(
+                String(repeating: request, count: pipelined - 1) + "GET /metrics HTTP/1.1\r\nHost: herald\r\nConnection: close\r\n\r\n")
             var p = pollfd(fd: slow.fd, events: Int16(POLLIN), revents: 0)
             try #require(poll(&p, 1, 5000) == 1, "no answer started")
             let addresses = (10...29).map { "127.0.0.\($0)" }
@@ -208,7 +211,8 @@ extension Hostile {
             #expect(answers == pipelined, "\(answers) of \(pipelined) pipelined answers")
             // More than the server's largest send buffer plus the client's receive buffer
             // could hold: the server was still sending while the flood was reclaiming.
-            let wmemMax = (try? String(contentsOfFile: "/proc/sys/net/ipv4/tcp_wmem", encoding: .utf8))?
+            let wmemMax =
+                (try? String(contentsOfFile: "/proc/sys/net/ipv4/tcp_wmem", encoding: .utf8))?
                 .split(whereSeparator: \.isWhitespace).last.flatMap { Int($0) } ?? (4 << 20)
             #expect(bytes.count > wmemMax + 2 * 4096, "only \(bytes.count) bytes of answers")
             print("front door, \(pipelined) pipelined answers (\(bytes.count) bytes) read after a reclaiming flood: \(answers) whole")

@@ -18,9 +18,11 @@ extension Hostile {
                 ("3000 headers", "GET /v1/channels HTTP/1.1\r\nHost: herald\r\n\(many)\r\n", [431]),
                 ("a 64 KiB request target", "GET /v1/channels/\(big) HTTP/1.1\r\nHost: herald\r\n\r\n", [414, 431]),
                 // Under the limit, so it reaches the API: an unknown key, however long, is a 401.
-                ("a 16 KiB bearer token",
-                 "GET /v1/channels HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer \(String(big.prefix(16 << 10)))\r\nConnection: close\r\n\r\n",
-                 [401]),
+                (
+                    "a 16 KiB bearer token",
+                    "GET /v1/channels HTTP/1.1\r\nHost: herald\r\nAuthorization: Bearer \(String(big.prefix(16 << 10)))\r\nConnection: close\r\n\r\n",
+                    [401]
+                ),
             ]
             for c in cases {
                 let conn = try HostileClient(port: h.port)

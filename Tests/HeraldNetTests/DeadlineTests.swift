@@ -25,7 +25,9 @@ func startListener(on loop: EventLoop, _ delegate: HTTP2ServerDelegate) throws -
 }
 
 /// A client connection to `listener` with `config`, reporting to `collector`; connected.
-func connectClient(on loop: EventLoop, to listener: HTTP2Listener, config: HTTP2ClientConfig, collector: Collector) throws -> HTTP2ClientConnection {
+func connectClient(on loop: EventLoop, to listener: HTTP2Listener, config: HTTP2ClientConfig, collector: Collector) throws
+    -> HTTP2ClientConnection
+{
     let conn = HTTP2ClientConnection(
         loop: loop, target: HostPort(host: "127.0.0.1", port: listener.address.port),
         tls: try TLSContext.client(caFile: TestCertificate.cert), config: config)
@@ -64,7 +66,10 @@ func connectClient(on loop: EventLoop, to listener: HTTP2Listener, config: HTTP2
     ) throws {
         let serverLoop = try EventLoop(name: "server")
         let loop = try EventLoop(name: "client")
-        defer { loop.shutdown(); serverLoop.shutdown() }
+        defer {
+            loop.shutdown()
+            serverLoop.shutdown()
+        }
         let listener = try startListener(on: serverLoop, server)
         defer { listener.stop() }
         let collector = Collector()

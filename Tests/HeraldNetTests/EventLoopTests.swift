@@ -1,7 +1,6 @@
 import Foundation
-import Testing
-
 import HeraldNet
+import Testing
 
 @Suite struct EventLoopTests {
     final class Canary {}
@@ -15,7 +14,10 @@ import HeraldNet
         for i in 0..<100 { loop.executeUnchecked { seen.values.append(i) } }
         loop.execute { done.signal() }
         #expect(done.wait(timeout: .now() + 10) == .success)
-        loop.executeUnchecked { #expect(seen.values == Array(0..<100)); done.signal() }
+        loop.executeUnchecked {
+            #expect(seen.values == Array(0..<100))
+            done.signal()
+        }
         #expect(done.wait(timeout: .now() + 10) == .success)
     }
 
@@ -31,7 +33,10 @@ import HeraldNet
         do {
             let canary = Canary()
             weakCanary = canary
-            loop.executeUnchecked { _ = canary; _ = loop }  // a cycle if the loop kept it
+            loop.executeUnchecked {
+                _ = canary
+                _ = loop
+            }  // a cycle if the loop kept it
         }
         #expect(weakCanary == nil, "the task (and what it captured) is still held")
     }

@@ -43,13 +43,19 @@ final class Collector: HTTP2ClientDelegate, @unchecked Sendable {
     }
 }
 
-final class Box { let n: Int; init(_ n: Int) { self.n = n } }
+final class Box {
+    let n: Int
+    init(_ n: Int) { self.n = n }
+}
 
 @Suite struct HTTP2RoundTripTests {
     @Test func thousandConcurrentStreamsRoundTripOverTLS() throws {
         let serverLoop = try EventLoop(name: "server")
         let clientLoop = try EventLoop(name: "client")
-        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        defer {
+            clientLoop.shutdown()
+            serverLoop.shutdown()
+        }
         let echo = EchoServer()
         let listener = try HTTP2Listener(
             host: "127.0.0.1", port: 0, loops: [serverLoop],
@@ -89,7 +95,10 @@ final class Box { let n: Int; init(_ n: Int) { self.n = n } }
     @Test func untrustedCertificateFailsTheHandshake() throws {
         let serverLoop = try EventLoop(name: "server")
         let clientLoop = try EventLoop(name: "client")
-        defer { clientLoop.shutdown(); serverLoop.shutdown() }
+        defer {
+            clientLoop.shutdown()
+            serverLoop.shutdown()
+        }
         let listener = try HTTP2Listener(
             host: "127.0.0.1", port: 0, loops: [serverLoop],
             tls: try TLSContext.server(certificateChainFile: TestCertificate.cert, privateKeyFile: TestCertificate.key),

@@ -21,8 +21,10 @@ import Testing
 
     @Test func aDatabaseNewerThanTheBinaryIsRefusedAndNothingApplied() throws {
         let conn = try db.connect()
-        try conn.migrate([PostgresMigration(version: 1, name: "a", sql: "CREATE TABLE a(x int8)"),
-                          PostgresMigration(version: 2, name: "b", sql: "CREATE TABLE b(x int8)")])
+        try conn.migrate([
+            PostgresMigration(version: 1, name: "a", sql: "CREATE TABLE a(x int8)"),
+            PostgresMigration(version: 2, name: "b", sql: "CREATE TABLE b(x int8)"),
+        ])
         #expect(throws: PostgresMigrationError.schemaNewerThanBinary(databaseVersion: 2, newestKnownVersion: 1)) {
             try conn.migrate([PostgresMigration(version: 1, name: "a", sql: "CREATE TABLE a(x int8)")])
         }

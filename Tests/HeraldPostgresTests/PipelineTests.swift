@@ -13,11 +13,15 @@ import Testing
     }
 
     @Test func everyStatementRunsAndReturnsItsOwnResult() throws {
-        var batch = (0..<500).map { PostgresStatement("INSERT INTO kv VALUES ($1, $2) RETURNING k * 2 AS twice", [.int($0), .text("v\($0)")]) }
+        var batch = (0..<500).map {
+            PostgresStatement("INSERT INTO kv VALUES ($1, $2) RETURNING k * 2 AS twice", [.int($0), .text("v\($0)")])
+        }
         batch.append(PostgresStatement("SELECT count(*) AS n FROM kv"))
         let results = try conn.pipeline(batch)
         #expect(results.count == 501)
-        #expect(try results[0..<500].enumerated().allSatisfy { i, r in try r.rows.first?.int64("twice") == Int64(2 * i) && r.affectedRows == 1 })
+        #expect(
+            try results[0..<500].enumerated().allSatisfy { i, r in try r.rows.first?.int64("twice") == Int64(2 * i) && r.affectedRows == 1 }
+        )
         #expect(try results[500].rows.first?.int64("n") == 500)
         #expect(try conn.queryValue("SELECT v FROM kv WHERE k = 499") == "v499")
     }

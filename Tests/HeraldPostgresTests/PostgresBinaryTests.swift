@@ -81,10 +81,11 @@ import Testing
 @Suite struct ReconnectBackoffTests {
     @Test func boundsDoubleUpToTheCap() {
         let b = ReconnectBackoff()
-        #expect((1...8).map { b.bound($0) } == [
-            .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
-            .milliseconds(3200), .seconds(5), .seconds(5),
-        ])
+        #expect(
+            (1...8).map { b.bound($0) } == [
+                .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
+                .milliseconds(3200), .seconds(5), .seconds(5),
+            ])
     }
 
     @Test func delaysStayWithinHalfTheBoundAndTheBound() {

@@ -21,23 +21,31 @@ import Testing
     @Test func everyBindingTypeRoundTripsInBinary() throws {
         let bytes: [UInt8] = [0, 1, 2, 0xfe, 0xff, 0]
         let cases: [[PostgresValue]] = [
-            [.int8(.min), .int(-32768), .int8(Int64(Int32.max)), .text("héllo ✓ 日本"), .bytea(bytes), true,
-             .timestamp(1_700_000_000_123_456), .float8(-0.5), .text("v")],
-            [.int8(.max), .int(32767), .int8(Int64(Int32.min)), .text(""), .bytea([]), false,
-             .timestamp(-1), .float8(1e300), .text("")],
+            [
+                .int8(.min), .int(-32768), .int8(Int64(Int32.max)), .text("héllo ✓ 日本"), .bytea(bytes), true,
+                .timestamp(1_700_000_000_123_456), .float8(-0.5), .text("v"),
+            ],
+            [
+                .int8(.max), .int(32767), .int8(Int64(Int32.min)), .text(""), .bytea([]), false,
+                .timestamp(-1), .float8(1e300), .text(""),
+            ],
             [.null, .null, .null, .null, .null, .null, .null, .null, .null],
         ]
         for (n, values) in cases.enumerated() {
-            try conn.run("INSERT INTO item(id, i, s, n, t, b, f, at, d, v) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                         [.int(n)] + values)
+            try conn.run(
+                "INSERT INTO item(id, i, s, n, t, b, f, at, d, v) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                [.int(n)] + values)
             let row = try #require(try conn.queryOne("SELECT i, s, n, t, b, f, at, d, v FROM item WHERE id = $1", [.int(n)]))
             #expect(row.values == values)
         }
         // An empty bytea stays bytea and empty text stays text: not NULL.
         #expect(try conn.queryValue("SELECT (b IS NOT NULL AND t IS NOT NULL)::bool FROM item WHERE id = 1") == true)
         // The server read the binary values as the values, not as bytes of something else.
-        #expect(try conn.queryValue("SELECT (i::text || '|' || length(b)::text || '|' || to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')) FROM item WHERE id = 0")
-            == .text("-9223372036854775808|6|2023-11-14 22:13:20.123456"))
+        #expect(
+            try conn.queryValue(
+                "SELECT (i::text || '|' || length(b)::text || '|' || to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')) FROM item WHERE id = 0"
+            )
+                == .text("-9223372036854775808|6|2023-11-14 22:13:20.123456"))
     }
 
     @Test func arraysBindForUnnestAndAny() throws {
@@ -46,8 +54,9 @@ import Testing
             [.array([3, 1, .null]), .array(["c", "a", "n"])])
         #expect(rows.map { $0["x"] } == [1, 3, .null])
         #expect(rows.map { $0["y"] } == ["a", "c", "n"])
-        try conn.run("INSERT INTO item(id, b) SELECT * FROM unnest($1::int8[], $2::bytea[])",
-                     [.array([10, 11]), .array([.bytea([1]), .bytea([2, 2])])])
+        try conn.run(
+            "INSERT INTO item(id, b) SELECT * FROM unnest($1::int8[], $2::bytea[])",
+            [.array([10, 11]), .array([.bytea([1]), .bytea([2, 2])])])
         #expect(try conn.queryValue("SELECT count(*) FROM item WHERE b = ANY($1)", [.array([.bytea([2, 2])])]) == 1)
     }
 

@@ -21,7 +21,7 @@ func tokens(_ count: Int, seed: UInt64 = 1) -> [[UInt8]] {
     var state = seed
     return (0..<count).map { _ in
         (0..<4).flatMap { _ -> [UInt8] in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return withUnsafeBytes(of: state.bigEndian) { Array($0) }
         }
     }

@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
+import HeraldCore
 
 @testable import HeraldSQL
-import HeraldCore
 
 /// Holds the writer thread inside a job until `release()`, so a test can queue jobs
 /// behind it and know exactly which ones the next batch holds.
@@ -12,10 +12,11 @@ final class WriterGate: Sendable {
 
     /// Queues the blocking job and returns once the writer is inside it.
     init(_ db: Database) throws {
-        try db.write({ [entered, gate] _ in
-            entered.signal()
-            gate.wait()
-        }, completion: { _ in })
+        try db.write(
+            { [entered, gate] _ in
+                entered.signal()
+                gate.wait()
+            }, completion: { _ in })
         entered.wait()
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNS
 import HeraldCore
+
 @testable import HeraldStore
 
 /// The storage protocols in memory: a second backend, so the fan-out runs without SQLite.
@@ -148,7 +149,9 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
             }
             let created = s.subs[ch.num]?[kind]?[token] == nil
             s.subs[ch.num, default: [:]][kind, default: [:]][token] = Sub(registeredAtMillis: now, expiresAt: expiresAt)
-            return (Subscription(channelID: channelID, token: token, kind: kind, registeredAtMillis: now, expiresAt: expiresAt), created, ch)
+            return (
+                Subscription(channelID: channelID, token: token, kind: kind, registeredAtMillis: now, expiresAt: expiresAt), created, ch
+            )
         }
     }
 
@@ -292,32 +295,34 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
         completion: @escaping @Sendable (Error?) -> Void
     ) {
         let now = clock.nowMillis()
-        enqueue({ s in
-            guard var e = s.events[eventID] else { return }
-            e.state = .sending
-            e.startedAtMillis = e.startedAtMillis ?? now
-            e.counters.targets = targets
-            e.passStart = passStart
-            e.cursor = e.cursor ?? passStart
-            e.priority = priority
-            s.events[eventID] = e
-        }, completion)
+        enqueue(
+            { s in
+                guard var e = s.events[eventID] else { return }
+                e.state = .sending
+                e.startedAtMillis = e.startedAtMillis ?? now
+                e.counters.targets = targets
+                e.passStart = passStart
+                e.cursor = e.cursor ?? passStart
+                e.priority = priority
+                s.events[eventID] = e
+            }, completion)
     }
 
     func checkpoint(
         eventID: String, shards: ShardSet, cursor: [UInt8], wrapped: Bool, counters: EventCounters,
         completion: @escaping @Sendable (Error?) -> Void
     ) {
-        enqueue({ s in
-            guard var e = s.events[eventID], e.state == .sending else { return }
-            e.cursor = cursor
-            e.wrapped = wrapped
-            let targets = e.counters.targets
-            e.counters = counters
-            e.counters.targets = targets
-            s.events[eventID] = e
-            s.checkpoints.append((eventID, cursor))
-        }, completion)
+        enqueue(
+            { s in
+                guard var e = s.events[eventID], e.state == .sending else { return }
+                e.cursor = cursor
+                e.wrapped = wrapped
+                let targets = e.counters.targets
+                e.counters = counters
+                e.counters.targets = targets
+                s.events[eventID] = e
+                s.checkpoints.append((eventID, cursor))
+            }, completion)
     }
 
     static func finishJob(_ eventID: String, _ state: EventState, _ counters: EventCounters, _ reason: String?, _ by: String?, _ now: Int64)
@@ -361,7 +366,9 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
         let now = clock.nowMillis()
         return state.withLock { s in
             let current = Set(s.channels.values.compactMap(\.currentEvent))
-            let old = s.events.values.filter { $0.state.isFinished && $0.createdAtMillis < now - olderThanMillis && !current.contains($0.id) }
+            let old = s.events.values.filter {
+                $0.state.isFinished && $0.createdAtMillis < now - olderThanMillis && !current.contains($0.id)
+            }
             for e in old { s.events[e.id] = nil }
             return old.count
         }

@@ -1,7 +1,8 @@
 import HeraldAPNS
 import HeraldCore
-import HeraldNet
 import HeraldFanout
+import HeraldNet
+
 @testable import HeraldSender
 
 /// A sender in memory: takes requests up to `capacity` in flight (all of a submission or
@@ -59,7 +60,8 @@ final class FakeTransport: PushTransport, @unchecked Sendable {
     /// default). `attempts` as the pool would report them after its retries.
     @discardableResult
     func answer(
-        _ count: Int = .max, attempts: Int = 1, _ outcome: (APNSRequest) -> APNSResult = { _ in .outcome(.delivered(apnsID: nil, uniqueID: nil), nil) }
+        _ count: Int = .max, attempts: Int = 1,
+        _ outcome: (APNSRequest) -> APNSResult = { _ in .outcome(.delivered(apnsID: nil, uniqueID: nil), nil) }
     ) -> Int {
         let taken = state.withLock { s -> [APNSRequest] in
             let n = min(count, s.inFlight.count)

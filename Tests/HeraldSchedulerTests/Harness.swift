@@ -1,8 +1,9 @@
 import HeraldAPNS
 import HeraldCore
-@testable import HeraldFanout
 import HeraldNet
 import HeraldSender
+
+@testable import HeraldFanout
 @testable import HeraldStore
 
 /// The fan-out engine on a fake storage and a fake sender with a manual clock, driven one
@@ -100,7 +101,9 @@ final class Harness {
 
     /// Turns, committing and answering everything delivered, until nothing is left to do.
     @discardableResult
-    func settle(maxTurns: Int = 10_000, _ outcome: (APNSRequest) -> APNSResult = { _ in .outcome(.delivered(apnsID: nil, uniqueID: nil), nil) })
+    func settle(
+        maxTurns: Int = 10_000, _ outcome: (APNSRequest) -> APNSResult = { _ in .outcome(.delivered(apnsID: nil, uniqueID: nil), nil) }
+    )
         -> Int
     {
         for n in 0..<maxTurns {

@@ -1,10 +1,11 @@
 import HeraldAPNS
 import HeraldCore
-@testable import HeraldFanout
 import HeraldNet
 import HeraldSender
-@testable import HeraldStore
 import Testing
+
+@testable import HeraldFanout
+@testable import HeraldStore
 
 /// A thousand random steps — publishes, requests written to APNs (delivered even if
 /// cancelled after), answers (delivered, retried, 410, failed), commits, clock steps, late
@@ -65,16 +66,18 @@ import Testing
                 let share = rng.next() % 4 + 2
                 let roll = rng.next() % 100
                 let attempts = roll < 10 ? 3 : 1
-                _ = h.tokens.answer(where: { _, _ in rng.next() % share == 0 }, attempts: attempts) { req in
-                    if dyingPaths.contains(req.path) {
-                        return .outcome(.dropToken(reason: .unregistered, since: h.clock.nowMillis()), nil)
-                    }
-                    switch roll {
-                    case 0..<4: return .exhausted(.retry(reason: .internalServerError, status: 500, after: nil))
-                    case 4..<6: return .outcome(.retry(reason: .tooManyRequests, status: 429, after: 1), nil)
-                    default: return .outcome(.delivered(apnsID: nil, uniqueID: nil), nil)
-                    }
-                }
+                _ = h.tokens.answer(
+                    where: { _, _ in rng.next() % share == 0 }, attempts: attempts,
+                    { req in
+                        if dyingPaths.contains(req.path) {
+                            return .outcome(.dropToken(reason: .unregistered, since: h.clock.nowMillis()), nil)
+                        }
+                        switch roll {
+                        case 0..<4: return .exhausted(.retry(reason: .internalServerError, status: 500, after: nil))
+                        case 4..<6: return .outcome(.retry(reason: .tooManyRequests, status: 429, after: 1), nil)
+                        default: return .outcome(.delivered(apnsID: nil, uniqueID: nil), nil)
+                        }
+                    })
             case 60..<70: h.storage.commit()
             case 70..<80: h.tokens.transmit(Int(rng.next() % 12))
             case 80..<90: h.clock.advance(by: Double(rng.next() % 300) / 1000)

@@ -1,10 +1,11 @@
 import HeraldAPNS
 import HeraldCore
-@testable import HeraldFanout
 import HeraldNet
 import HeraldSender
-@testable import HeraldStore
 import Testing
+
+@testable import HeraldFanout
+@testable import HeraldStore
 
 /// Order and latest-wins rules (docs/architecture.md, "The fan-out rules" 1–5 and 8), on
 /// the fake storage and sender.

@@ -1,10 +1,11 @@
 import HeraldAPNS
 import HeraldCore
-@testable import HeraldFanout
 import HeraldNet
 import HeraldSender
-@testable import HeraldStore
 import Testing
+
+@testable import HeraldFanout
+@testable import HeraldStore
 
 /// Fairness, late joiners, the duplicate window, checkpoints, the pruning guard and the
 /// channel settings (docs/architecture.md, "The fan-out rules" 6, 7, 9–15).

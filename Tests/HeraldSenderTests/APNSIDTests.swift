@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldAPNS
@@ -6,7 +7,6 @@ import Testing
 @testable import HeraldNet
 @testable import HeraldSender
 @testable import HeraldSimulator
-import HeraldTestSupport
 
 @Suite struct APNSIDTests {
     @Test func thePoolGivesEachRequestALowerCaseAPNSID() throws {

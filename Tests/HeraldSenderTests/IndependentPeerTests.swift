@@ -1,11 +1,11 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldAPNS
 @testable import HeraldCore
 @testable import HeraldCrypto
 @testable import HeraldSimulator
-import HeraldTestSupport
 
 /// Runs a command; returns its exit status and combined output.
 func run(_ exe: String, _ args: [String]) throws -> (Int32, String) {
@@ -32,12 +32,14 @@ func run(_ exe: String, _ args: [String]) throws -> (Int32, String) {
         let body = fx.dir + "/payload.json"
         try Data(updatePayload(1_767_225_600)).write(to: URL(fileURLWithPath: body))
         let token = makeTokens(1, seed: 41)[0]
-        let (status, out) = try run("/usr/bin/h2load", [
-            "-n", "5000", "-c", "2", "-m", "100", "-d", body,
-            "-H", "authorization: bearer \(jwt)", "-H", "apns-push-type: liveactivity",
-            "-H", "apns-topic: com.example.app.push-type.liveactivity", "-H", "apns-priority: 5",
-            "https://127.0.0.1:\(fx.sim.address.port)/3/device/\(token)",
-        ])
+        let (status, out) = try run(
+            "/usr/bin/h2load",
+            [
+                "-n", "5000", "-c", "2", "-m", "100", "-d", body,
+                "-H", "authorization: bearer \(jwt)", "-H", "apns-push-type: liveactivity",
+                "-H", "apns-topic: com.example.app.push-type.liveactivity", "-H", "apns-priority: 5",
+                "https://127.0.0.1:\(fx.sim.address.port)/3/device/\(token)",
+            ])
         #expect(status == 0, "\(out)")
         #expect(out.contains("5000 succeeded, 0 failed, 0 errored"), "\(out)")
         #expect(out.contains("status codes: 5000 2xx"), "\(out)")

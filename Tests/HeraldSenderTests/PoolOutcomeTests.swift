@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 
 @testable import HeraldAPNS
@@ -7,10 +8,10 @@ import Testing
 @testable import HeraldNet
 @testable import HeraldSender
 @testable import HeraldSimulator
-import HeraldTestSupport
 
 /// Sends `tokens` with one template and waits for every result.
-func send(_ pool: APNSClientPool, _ tokens: [String], body: [UInt8] = updatePayload(1_767_225_600), timeout: Double = 60) -> ResultCollector {
+func send(_ pool: APNSClientPool, _ tokens: [String], body: [UInt8] = updatePayload(1_767_225_600), timeout: Double = 60) -> ResultCollector
+{
     let sink = ResultCollector()
     pool.submit(requests(tokens, tokenTemplate(sink, body: body)))
     sink.wait(for: tokens.count, timeout: timeout)
@@ -26,16 +27,30 @@ func send(_ pool: APNSClientPool, _ tokens: [String], body: [UInt8] = updatePayl
         let dead = makeTokens(1, seed: 2)[0]
         fx.sim.markDead([dead], sinceMillis: 1_767_225_600_123)
         let r = send(pool, [ok, dead, "zz"]).outcomes()
-        guard case .outcome(.delivered(let apnsID, let unique), _) = r[0] else { Issue.record("\(String(describing: r[0]))"); return }
+        guard case .outcome(.delivered(let apnsID, let unique), _) = r[0] else {
+            Issue.record("\(String(describing: r[0]))")
+            return
+        }
         #expect(apnsID.map(Identifiers.isLowercaseUUID) == true)
         #expect(unique != nil)
-        guard case .outcome(.dropToken(.unregistered, let since), _) = r[1] else { Issue.record("\(String(describing: r[1]))"); return }
+        guard case .outcome(.dropToken(.unregistered, let since), _) = r[1] else {
+            Issue.record("\(String(describing: r[1]))")
+            return
+        }
         #expect(since == 1_767_225_600_123, "410 carries APNs' timestamp in ms")
-        guard case .outcome(.dropToken(.badDeviceToken, nil), _) = r[2] else { Issue.record("\(String(describing: r[2]))"); return }
+        guard case .outcome(.dropToken(.badDeviceToken, nil), _) = r[2] else {
+            Issue.record("\(String(describing: r[2]))")
+            return
+        }
         // 413: a body over 4096 bytes fails the event, no retry.
-        let big = JSON.object(["aps": .object(["event": "update", "content-state": .object(["pad": .string(String(repeating: "x", count: 4100))])])]).encoded()
+        let big = JSON.object([
+            "aps": .object(["event": "update", "content-state": .object(["pad": .string(String(repeating: "x", count: 4100))])])
+        ]).encoded()
         let s = send(pool, [ok], body: big)
-        guard case .outcome(.failEvent(.payloadTooLarge, 413), _) = s.outcomes()[0] else { Issue.record("\(String(describing: s.outcomes()[0]))"); return }
+        guard case .outcome(.failEvent(.payloadTooLarge, 413), _) = s.outcomes()[0] else {
+            Issue.record("\(String(describing: s.outcomes()[0]))")
+            return
+        }
         #expect(s.attempts[0] == 1)
     }
 
@@ -45,7 +60,10 @@ func send(_ pool: APNSClientPool, _ tokens: [String], body: [UInt8] = updatePayl
         defer { pool.shutdown() }
         let out = send(pool, makeTokens(5, seed: 3))
         for i in 0..<5 {
-            guard case .exhausted(.retry(.serviceUnavailable, 503, _)) = out.outcomes()[i] else { Issue.record("\(String(describing: out.outcomes()[i]))"); continue }
+            guard case .exhausted(.retry(.serviceUnavailable, 503, _)) = out.outcomes()[i] else {
+                Issue.record("\(String(describing: out.outcomes()[i]))")
+                continue
+            }
             #expect(out.attempts[i] == 3)
         }
         // Half the answers fail: every push still gets through, some after retries.
@@ -76,7 +94,10 @@ func send(_ pool: APNSClientPool, _ tokens: [String], body: [UInt8] = updatePayl
         fx.sim.setFaults(SimulatorFaults())
         #expect(sink.wait(for: 1, timeout: 10))
         #expect(Date().timeIntervalSince(start) >= 1.0, "retried before Retry-After")
-        guard case .outcome(.delivered, _) = sink.outcomes()[0] else { Issue.record("not delivered"); return }
+        guard case .outcome(.delivered, _) = sink.outcomes()[0] else {
+            Issue.record("not delivered")
+            return
+        }
     }
 
     @Test func aJWTFromTheWrongKeyFailsTheConfigurationWithoutRetrying() throws {
@@ -86,7 +107,10 @@ func send(_ pool: APNSClientPool, _ tokens: [String], body: [UInt8] = updatePayl
         defer { pool.shutdown() }
         let r = send(pool, makeTokens(3, seed: 6))
         for i in 0..<3 {
-            guard case .outcome(.failConfig(.invalidProviderToken, 403), _) = r.outcomes()[i] else { Issue.record("\(String(describing: r.outcomes()[i]))"); continue }
+            guard case .outcome(.failConfig(.invalidProviderToken, 403), _) = r.outcomes()[i] else {
+                Issue.record("\(String(describing: r.outcomes()[i]))")
+                continue
+            }
             #expect(r.attempts[i] == 1)
         }
         #expect(fx.sim.stats().accepted == 0)
@@ -104,7 +128,10 @@ func send(_ pool: APNSClientPool, _ tokens: [String], body: [UInt8] = updatePayl
         let (pool, _) = try fx.pool(jwt: provider)
         defer { pool.shutdown() }
         let r = send(pool, [makeTokens(1, seed: 7)[0]])
-        guard case .outcome(.delivered, _) = r.outcomes()[0] else { Issue.record("\(String(describing: r.outcomes()[0]))"); return }
+        guard case .outcome(.delivered, _) = r.outcomes()[0] else {
+            Issue.record("\(String(describing: r.outcomes()[0]))")
+            return
+        }
         #expect(try provider.current().generation == first.generation + 1)
         #expect(fx.sim.stats().responses[403] == 1)
     }
@@ -157,7 +184,8 @@ func send(_ pool: APNSClientPool, _ tokens: [String], body: [UInt8] = updatePayl
         let now = SystemClock().nowSeconds()
         func withJWT(_ iat: Int64) throws -> [APNSRequest] {
             var h = HeaderList()
-            h.append("authorization", "bearer " + (try APNSJWT.sign(keyID: creds.keyID, teamID: creds.teamID, issuedAt: iat, key: creds.key)))
+            h.append(
+                "authorization", "bearer " + (try APNSJWT.sign(keyID: creds.keyID, teamID: creds.teamID, issuedAt: iat, key: creds.key)))
             let sink = ResultCollector()
             return [APNSRequest(path: "/3/device/" + makeTokens(1)[0], headers: h, template: tokenTemplate(sink, body: updatePayload(1)))]
         }

@@ -36,7 +36,10 @@ import Testing
 
     @Test func aFreshConnectionTakesOneStreamUntilAnAnswerConfirmsItsToken() {
         var m = machine(1)
-        guard case .connect(_, let id) = m.start()[0] else { Issue.record("no connect"); return }
+        guard case .connect(_, let id) = m.start()[0] else {
+            Issue.record("no connect")
+            return
+        }
         m.connected(id, peerMaxConcurrentStreams: 1000)
         #expect(m.dispatch(queued: 50) == [.submit(id, count: 1)])
         m.streamOpened(id)

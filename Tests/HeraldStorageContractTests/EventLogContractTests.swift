@@ -92,7 +92,9 @@ import Testing
         #expect(lease.shards.isAll && lease.channelNum == ch.num)
 
         let start: [UInt8] = [0x10]
-        try waitFor { f.storage.markSending(eventID: e1.id, shards: lease.shards, targets: 40, passStart: start, priority: 5, completion: $0) }
+        try waitFor {
+            f.storage.markSending(eventID: e1.id, shards: lease.shards, targets: 40, passStart: start, priority: 5, completion: $0)
+        }
         var r = try #require(try f.storage.event(id: e1.id))
         #expect(r.state == .sending && r.counters.targets == 40 && r.passStart == start && r.cursor == start && !r.wrapped)
         #expect(r.priority == 5 && r.startedAtMillis == f.clock.nowMillis())
@@ -120,9 +122,11 @@ import Testing
         #expect(r.state == .done && r.counters.sent == 37 && r.finishedAtMillis == f.clock.nowMillis())
         // A finished event stays as it is.
         try waitFor {
-            f.storage.checkpoint(eventID: e1.id, shards: lease.shards, cursor: [0x09], wrapped: false, counters: EventCounters(), completion: $0)
+            f.storage.checkpoint(
+                eventID: e1.id, shards: lease.shards, cursor: [0x09], wrapped: false, counters: EventCounters(), completion: $0)
         }
-        try f.storage.finishEvent(eventID: e1.id, shards: lease.shards, state: .failed, counters: EventCounters(), reason: "x", supersededBy: nil)
+        try f.storage.finishEvent(
+            eventID: e1.id, shards: lease.shards, state: .failed, counters: EventCounters(), reason: "x", supersededBy: nil)
         #expect(try f.storage.event(id: e1.id) == r)
 
         try f.storage.finishEvent(

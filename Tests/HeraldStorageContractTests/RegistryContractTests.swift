@@ -146,7 +146,9 @@ import Testing
         f.clock.advance(by: 12 * 3600)
         #expect(try f.storage.subscriberCounts(channelNum: ch.num) == (0, 1))
         let scan = try f.storage.makeScanner()
-        #expect(try scan.next(channelNum: ch.num, kind: .activity, shards: .all, after: [], before: nil, now: f.clock.nowSeconds(), limit: 10).isEmpty)
+        #expect(
+            try scan.next(channelNum: ch.num, kind: .activity, shards: .all, after: [], before: nil, now: f.clock.nowSeconds(), limit: 10)
+                .isEmpty)
         #expect(try f.storage.subscriptionTotals() == (2, 2))
         #expect(try f.storage.sweepExpiredSubscriptions(limit: 2) == 2)
         #expect(try f.storage.sweepExpiredSubscriptions(limit: 10) == 1)

@@ -1,7 +1,7 @@
-import Testing
-
 import HeraldAPNS
 import HeraldCore
+import Testing
+
 @testable import HeraldStore
 
 /// The publish rules without a database: a channel value in, a decision out.
@@ -67,7 +67,8 @@ import HeraldCore
         let start = try accepted(PublishRule.decide(channel: ended, event: try event(.start), existing: nil, nowMillis: now))
         #expect(start.lifecycle == .started)
         #expect(!start.becomesCurrent)
-        let end = try accepted(PublishRule.decide(channel: channel(lifecycle: .started), event: try event(.end), existing: nil, nowMillis: now))
+        let end = try accepted(
+            PublishRule.decide(channel: channel(lifecycle: .started), event: try event(.end), existing: nil, nowMillis: now))
         #expect(end.lifecycle == .ended)
         #expect(end.becomesCurrent)
         let update = try accepted(PublishRule.decide(channel: channel(lifecycle: .idle), event: try event(), existing: nil, nowMillis: now))
@@ -109,7 +110,8 @@ import HeraldCore
         let ch = channel(lifecycle: .ended)
         let recent = PublishRule.KeyedEvent(id: "evt_a", createdAtMillis: now - PublishRule.idempotencyWindowMillis + 1)
         // A replay wins over every other rule: the first answer is repeated.
-        #expect(try PublishRule.decide(channel: ch, event: try event(.update), existing: recent, nowMillis: now) == .replay(eventID: "evt_a"))
+        #expect(
+            try PublishRule.decide(channel: ch, event: try event(.update), existing: recent, nowMillis: now) == .replay(eventID: "evt_a"))
         let old = PublishRule.KeyedEvent(id: "evt_a", createdAtMillis: now - PublishRule.idempotencyWindowMillis)
         let a = try accepted(PublishRule.decide(channel: channel(), event: try event(), existing: old, nowMillis: now))
         #expect(a.forgetKeyOf == "evt_a")

@@ -1,9 +1,9 @@
 import Foundation
-import Testing
-
 import HeraldAPNS
 import HeraldCore
 import HeraldSQL
+import Testing
+
 @testable import HeraldStore
 
 /// A store on a fresh temporary file.
@@ -24,7 +24,9 @@ final class TempStore {
     }
 
     func channel(_ id: String = "m", mode: ChannelMode = .fanout) throws -> Channel {
-        try store.createChannel(id: id, bundleID: "com.example.app", mode: mode, environment: .sandbox, storagePolicy: .none, apnsChannelID: mode == .fanout ? nil : "Y2g=")
+        try store.createChannel(
+            id: id, bundleID: "com.example.app", mode: mode, environment: .sandbox, storagePolicy: .none,
+            apnsChannelID: mode == .fanout ? nil : "Y2g=")
     }
 
     func event(_ kind: LiveActivityEventKind = .update, timestamp: Int64? = nil, pad: Int = 0) throws -> LiveActivityEvent {
@@ -69,7 +71,8 @@ let tokenB: [UInt8] = Array(repeating: 0xbb, count: 32)
         #expect(throws: StoreError.futureTimestamp(given: 1_796_000_000 + 3600, limit: Store.maxTimestampSkew)) {
             try t.store.publish(channelID: "m", event: try t.event(timestamp: 1_796_000_000 + 3600), idempotencyKey: nil, dryRun: false)
         }
-        let c = try t.store.publish(channelID: "m", event: try t.event(timestamp: b.apsTimestamp + 100), idempotencyKey: nil, dryRun: false).event
+        let c = try t.store.publish(channelID: "m", event: try t.event(timestamp: b.apsTimestamp + 100), idempotencyKey: nil, dryRun: false)
+            .event
         #expect(c.apsTimestamp == b.apsTimestamp + 100)
     }
 
@@ -131,7 +134,8 @@ let tokenB: [UInt8] = Array(repeating: 0xbb, count: 32)
         #expect(sub.registeredAtMillis == 1_796_000_010_000)
         // Activities live 12 h at most, whatever the client asks.
         #expect(sub.expiresAt == Int64(1_796_000_010 + 12 * 3600))
-        let (_, created3, _) = try t.store.register(channelID: "m", token: tokenB, kind: .activity, replaces: tokenA, expiresAt: 9_999_999_999)
+        let (_, created3, _) = try t.store.register(
+            channelID: "m", token: tokenB, kind: .activity, replaces: tokenA, expiresAt: 9_999_999_999)
         #expect(created3)
         #expect(try t.store.subscription(channelNum: ch.num, token: tokenA) == nil)
         #expect(try t.store.subscription(channelNum: ch.num, token: tokenB)?.expiresAt == Int64(1_796_000_010 + 12 * 3600))
@@ -180,8 +184,12 @@ let tokenB: [UInt8] = Array(repeating: 0xbb, count: 32)
         #expect(!closed.isOpen && stopped == [queued.id])
         #expect(try t.store.event(id: queued.id)?.state == .failed)
         #expect(try t.store.countSubscriptions(channelNum: ch.num, kind: .activity) == 0)
-        #expect(throws: StoreError.channelClosed("m")) { try t.store.publish(channelID: "m", event: try t.event(), idempotencyKey: nil, dryRun: false) }
-        #expect(throws: StoreError.channelClosed("m")) { try t.store.register(channelID: "m", token: tokenA, kind: .activity, replaces: nil, expiresAt: nil) }
+        #expect(throws: StoreError.channelClosed("m")) {
+            try t.store.publish(channelID: "m", event: try t.event(), idempotencyKey: nil, dryRun: false)
+        }
+        #expect(throws: StoreError.channelClosed("m")) {
+            try t.store.register(channelID: "m", token: tokenA, kind: .activity, replaces: nil, expiresAt: nil)
+        }
         #expect(throws: StoreError.channelExists("m")) { try t.channel() }
     }
 
@@ -229,7 +237,8 @@ let tokenB: [UInt8] = Array(repeating: 0xbb, count: 32)
         var after: [UInt8] = []
         var n = 0
         while true {
-            let rows = try scanner.next(channelNum: ch.num, kind: .activity, after: after, before: nil, now: t.clock.nowSeconds(), limit: 5000)
+            let rows = try scanner.next(
+                channelNum: ch.num, kind: .activity, after: after, before: nil, now: t.clock.nowSeconds(), limit: 5000)
             if rows.isEmpty { break }
             #expect(rows.first!.token.lexicographicallyPrecedes(rows.last!.token) || rows.count == 1)
             n += rows.count

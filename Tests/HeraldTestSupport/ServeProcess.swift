@@ -22,7 +22,8 @@ public final class ServeProcess: @unchecked Sendable {
         if bundle.pathExtension != "xctest" { dir = bundle }
         let candidate = dir.appendingPathComponent("herald").path
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/herald").standardized.path
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/herald").standardized
+            .path
     }
 
     /// Starts `herald serve` on 127.0.0.1:0 with `db`, talking to `sim`; waits until it
@@ -62,7 +63,11 @@ public final class ServeProcess: @unchecked Sendable {
                 break
             }
             if !process.isRunning || !lock.wait(until: deadline) {
-                throw NSError(domain: "ServeProcess", code: 1, userInfo: [NSLocalizedDescriptionKey: "herald serve (\(Self.binary)) did not start (running: \(process.isRunning)):\n\(log)"])
+                throw NSError(
+                    domain: "ServeProcess", code: 1,
+                    userInfo: [
+                        NSLocalizedDescriptionKey: "herald serve (\(Self.binary)) did not start (running: \(process.isRunning)):\n\(log)"
+                    ])
             }
         }
     }
@@ -120,7 +125,15 @@ public final class ServeProcess: @unchecked Sendable {
     final class ResultBox: @unchecked Sendable {
         let l = NSLock()
         var v: (Data?, Int?, Error?) = (nil, nil, nil)
-        func set(_ d: Data?, _ s: Int?, _ e: Error?) { l.lock(); v = (d, s, e); l.unlock() }
-        func get() -> (Data?, Int?, Error?) { l.lock(); defer { l.unlock() }; return v }
+        func set(_ d: Data?, _ s: Int?, _ e: Error?) {
+            l.lock()
+            v = (d, s, e)
+            l.unlock()
+        }
+        func get() -> (Data?, Int?, Error?) {
+            l.lock()
+            defer { l.unlock() }
+            return v
+        }
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-
 import HeraldAPNS
 import HeraldCore
 import HeraldCrypto
@@ -92,7 +91,8 @@ public final class ResultCollector: APNSResultSink, @unchecked Sendable {
 
 /// A Live Activity update payload for tests.
 public func updatePayload(_ ts: Int64, score: Int = 0) -> [UInt8] {
-    JSON.object(["aps": .object(["event": "update", "timestamp": .int(ts), "content-state": .object(["score": .int(Int64(score))])])]).encoded()
+    JSON.object(["aps": .object(["event": "update", "timestamp": .int(ts), "content-state": .object(["score": .int(Int64(score))])])])
+        .encoded()
 }
 
 /// A template for token pushes of one event to bundle `com.example.app`.

@@ -1,10 +1,9 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldSQL
 import HeraldSimulator
 import HeraldTestSupport
+import Testing
 
 @Suite(.serialized) struct CrashRecoveryTests {
     /// Issue #3's crash test: a `herald serve` child killed with SIGKILL mid fan-out, then
@@ -17,13 +16,15 @@ import HeraldTestSupport
         }
         let db = sim.dir + "/herald.db"
         var serve = try ServeProcess(db: db, sim: sim)
-        #expect(try serve.call("POST", "v1/channels", ["id": "final", "bundle_id": "com.example.app", "environment": "sandbox"]).status == 201)
+        #expect(
+            try serve.call("POST", "v1/channels", ["id": "final", "bundle_id": "com.example.app", "environment": "sandbox"]).status == 201)
         let tokens = makeTokens(20_000, seed: 99)
         for chunk in stride(from: 0, to: tokens.count, by: 10_000) {
             let entries = tokens[chunk..<chunk + 10_000].map { JSON.string($0) }
             #expect(try serve.call("POST", "v1/channels/final/subscriptions:batch", ["subscribe": .array(Array(entries))]).status == 200)
         }
-        let published = try serve.call("POST", "v1/channels/final/events", ["aps": ["event": "update", "content-state": ["home": 2, "away": 1]]])
+        let published = try serve.call(
+            "POST", "v1/channels/final/events", ["aps": ["event": "update", "content-state": ["home": 2, "away": 1]]])
         #expect(published.status == 202)
         let eventID = try #require(published.json?["event_id"]?.stringValue)
         // Kill it a quarter of the way through.

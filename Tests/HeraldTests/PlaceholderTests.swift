@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HeraldCLI
 
 @Test func cliListsItsCommands() { #expect(!HeraldCLI.commands.isEmpty) }

@@ -24,7 +24,10 @@ import Testing
         defer { serve.stop() }
         let api = serve.client
         #expect(try api.send("GET", "/readyz").status == 200)
-        #expect(try api.send("POST", "/v1/channels", token: token, json: ["id": "final", "bundle_id": "com.example.app", "environment": "sandbox"]).status == 201)
+        #expect(
+            try api.send(
+                "POST", "/v1/channels", token: token, json: ["id": "final", "bundle_id": "com.example.app", "environment": "sandbox"]
+            ).status == 201)
         let hex = String(repeating: "ab", count: 32)
         #expect(try api.send("PUT", "/v1/channels/final/subscriptions/\(hex)", token: token, json: [:]).status < 300)
         let published = try api.send(

@@ -1,9 +1,8 @@
 import Foundation
-import Testing
-
 import HeraldCore
 import HeraldSimulator
 import HeraldTestSupport
+import Testing
 
 /// The `herald` binary run as a subprocess, as an operator would.
 func herald(_ args: [String], env: [String: String]) throws -> (status: Int32, out: String, err: String) {

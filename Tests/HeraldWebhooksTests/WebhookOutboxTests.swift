@@ -21,7 +21,10 @@ import Testing
         #expect(sends(o.enqueue(finished(2), for: ["w1"], now: 1)).isEmpty, "w1's first is in flight")
         // It fails: rescheduled; the second waits behind it, nothing is sent now.
         let failed = o.answered(id: w1Head.id, webhookID: "w1", .failed(retryAfter: nil), now: 2, unit: 0)
-        guard case .update(let d) = failed.first else { Issue.record("no update: \(failed)"); return }
+        guard case .update(let d) = failed.first else {
+            Issue.record("no update: \(failed)")
+            return
+        }
         #expect(d.attempts == 1 && d.notBefore == 4.5)
         #expect(sends(failed).isEmpty)
         #expect(sends(o.tick(now: 4)).isEmpty)
@@ -99,7 +102,10 @@ import Testing
         #expect(o.count == 2)
         #expect(sends(o.tick(now: 10)).map(\.id) == [3])
         let new = o.enqueue(finished(3), for: ["w"], now: 11)
-        guard case .store(let d) = new.first else { Issue.record("\(new)"); return }
+        guard case .store(let d) = new.first else {
+            Issue.record("\(new)")
+            return
+        }
         #expect(d.id == 8)
         #expect(o.oldestCreatedAt == 1)
     }

@@ -65,7 +65,10 @@ import Testing
         config.totalTimeout = 0.5
         let started = Date()
         let r = try WebhookPoster(config: config).post(url: "http://127.0.0.1:\(server.port)/hook", body: Array("{}".utf8), headers: [])
-        guard case .failed(let e) = r else { Issue.record("not a failure: \(r)"); return }
+        guard case .failed(let e) = r else {
+            Issue.record("not a failure: \(r)")
+            return
+        }
         #expect(e.isTimeout, "\(e)")
         #expect(Date().timeIntervalSince(started) < 2.5)
     }
@@ -75,7 +78,10 @@ import Testing
         let port = server.port
         server.stop()
         let r = try WebhookPoster().post(url: "http://127.0.0.1:\(port)/hook", body: Array("{}".utf8), headers: [])
-        guard case .failed = r else { Issue.record("\(r)"); return }
+        guard case .failed = r else {
+            Issue.record("\(r)")
+            return
+        }
     }
 
     /// The SSRF guard runs on the resolved address, before any socket exists: a name that
@@ -86,7 +92,10 @@ import Testing
         var config = WebhookPosterConfig()
         config.policy = WebhookAddressPolicy(allowLoopback: false)
         let r = try WebhookPoster(config: config).post(url: "http://localhost:\(server.port)/hook", body: Array("{}".utf8), headers: [])
-        guard case .refusedAddress(let why) = r else { Issue.record("\(r)"); return }
+        guard case .refusedAddress(let why) = r else {
+            Issue.record("\(r)")
+            return
+        }
         #expect(why.contains("127.0.0.1") || why.contains("::1"))
         #expect(got.requests.withLock { $0.isEmpty })
     }
@@ -99,7 +108,10 @@ import Testing
         let ok = try WebhookPoster(config: trusted).post(url: "https://127.0.0.1:\(tls.port)/hook", body: Array("{}".utf8), headers: [])
         #expect(ok == .answered(status: 200, retryAfter: nil))
         let r = try WebhookPoster().post(url: "https://127.0.0.1:\(tls.port)/hook", body: Array("{}".utf8), headers: [])
-        guard case .failed(let e) = r else { Issue.record("an untrusted certificate was accepted: \(r)"); return }
+        guard case .failed(let e) = r else {
+            Issue.record("an untrusted certificate was accepted: \(r)")
+            return
+        }
         #expect(e.isCertificateProblem, "\(e)")
     }
 }
@@ -118,8 +130,10 @@ final class PythonTLSReceiver {
         let key = try P256PrivateKey.generate()
         certFile = dir + "/cert.pem"
         let keyFile = dir + "/key.pem"
-        try SelfSignedCertificate.generate(key: key, commonName: "receiver", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], validDays: 1)
-            .write(toFile: certFile, atomically: true, encoding: .utf8)
+        try SelfSignedCertificate.generate(
+            key: key, commonName: "receiver", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], validDays: 1
+        )
+        .write(toFile: certFile, atomically: true, encoding: .utf8)
         try key.pkcs8PEM().write(toFile: keyFile, atomically: true, encoding: .utf8)
         let script = """
             import http.server, ssl, sys

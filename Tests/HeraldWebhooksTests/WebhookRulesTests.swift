@@ -26,19 +26,22 @@ import Testing
         #expect(!WebhookSignature.verify(header: "v1=\(Self.vector)", secret: secret, body: body, now: 1_767_225_600), "no t")
     }
 
-    @Test(arguments: [
-        ([127, 0, 0, 1], AddressClass.loopback), ([127, 9, 8, 7], .loopback),
-        ([10, 1, 2, 3], .privateNetwork), ([172, 16, 0, 1], .privateNetwork), ([172, 31, 255, 255], .privateNetwork),
-        ([172, 32, 0, 1], .global), ([192, 168, 1, 1], .privateNetwork), ([169, 254, 169, 254], .privateNetwork),
-        ([100, 64, 0, 1], .privateNetwork), ([100, 128, 0, 1], .global), ([0, 0, 0, 0], .unusable),
-        ([224, 0, 0, 1], .unusable), ([255, 255, 255, 255], .unusable), ([8, 8, 8, 8], .global), ([17, 253, 144, 10], .global),
-    ] as [([UInt8], AddressClass)])
+    @Test(
+        arguments: [
+            ([127, 0, 0, 1], AddressClass.loopback), ([127, 9, 8, 7], .loopback),
+            ([10, 1, 2, 3], .privateNetwork), ([172, 16, 0, 1], .privateNetwork), ([172, 31, 255, 255], .privateNetwork),
+            ([172, 32, 0, 1], .global), ([192, 168, 1, 1], .privateNetwork), ([169, 254, 169, 254], .privateNetwork),
+            ([100, 64, 0, 1], .privateNetwork), ([100, 128, 0, 1], .global), ([0, 0, 0, 0], .unusable),
+            ([224, 0, 0, 1], .unusable), ([255, 255, 255, 255], .unusable), ([8, 8, 8, 8], .global), ([17, 253, 144, 10], .global),
+        ] as [([UInt8], AddressClass)])
     func ipv4AddressesAreClassed(bytes: [UInt8], expected: AddressClass) {
         #expect(AddressClass(bytes: bytes) == expected)
     }
 
     @Test func ipv6AddressesAreClassedAndMappedIPv4IsTheIPv4() {
-        func v6(_ prefix: [UInt8], _ tail: [UInt8] = []) -> [UInt8] { prefix + [UInt8](repeating: 0, count: 16 - prefix.count - tail.count) + tail }
+        func v6(_ prefix: [UInt8], _ tail: [UInt8] = []) -> [UInt8] {
+            prefix + [UInt8](repeating: 0, count: 16 - prefix.count - tail.count) + tail
+        }
         #expect(AddressClass(bytes: v6([], [1])) == .loopback)
         #expect(AddressClass(bytes: v6([])) == .unusable)
         #expect(AddressClass(bytes: v6([0xfd, 0x12])) == .privateNetwork)
@@ -59,25 +62,26 @@ import Testing
         #expect(open.permits(.privateNetwork) && !open.permits(.loopback) && !open.permits(.unusable))
     }
 
-    @Test(arguments: [
-        ("https://hooks.example.com/herald", nil),
-        ("https://hooks.example.com:8443/a?b=c", nil),
-        ("http://127.0.0.1:9000/hook", nil),
-        ("http://[::1]:9000/hook", nil),
-        ("http://localhost:9000/hook", nil),
-        ("https://127.0.0.1/hook", nil),
-        ("http://hooks.example.com/hook", WebhookTarget.Refusal.Reason.plainHTTP),
-        ("http://10.0.0.5/hook", .plainHTTP),
-        ("https://10.0.0.5/hook", .address),
-        ("https://169.254.169.254/latest/meta-data", .address),
-        ("https://[fd00::1]/hook", .address),
-        ("https://0.0.0.0/hook", .address),
-        ("ftp://hooks.example.com/x", .scheme),
-        ("file:///etc/passwd", .malformed),
-        ("https://user:pw@hooks.example.com/", .credentials),
-        ("https://hooks.example.com/#frag", .malformed),
-        ("not a url", .malformed),
-    ] as [(String, WebhookTarget.Refusal.Reason?)])
+    @Test(
+        arguments: [
+            ("https://hooks.example.com/herald", nil),
+            ("https://hooks.example.com:8443/a?b=c", nil),
+            ("http://127.0.0.1:9000/hook", nil),
+            ("http://[::1]:9000/hook", nil),
+            ("http://localhost:9000/hook", nil),
+            ("https://127.0.0.1/hook", nil),
+            ("http://hooks.example.com/hook", WebhookTarget.Refusal.Reason.plainHTTP),
+            ("http://10.0.0.5/hook", .plainHTTP),
+            ("https://10.0.0.5/hook", .address),
+            ("https://169.254.169.254/latest/meta-data", .address),
+            ("https://[fd00::1]/hook", .address),
+            ("https://0.0.0.0/hook", .address),
+            ("ftp://hooks.example.com/x", .scheme),
+            ("file:///etc/passwd", .malformed),
+            ("https://user:pw@hooks.example.com/", .credentials),
+            ("https://hooks.example.com/#frag", .malformed),
+            ("not a url", .malformed),
+        ] as [(String, WebhookTarget.Refusal.Reason?)])
     func urlsAreCheckedWhenAWebhookIsCreated(url: String, refusal: WebhookTarget.Refusal.Reason?) {
         do {
             let t = try WebhookTarget(url, policy: WebhookAddressPolicy())
@@ -91,7 +95,9 @@ import Testing
     @Test func privateAddressesNeedTheExplicitOption() throws {
         let t = try WebhookTarget("https://10.0.0.5/hook", policy: WebhookAddressPolicy(allowPrivate: true))
         #expect(t.host == "10.0.0.5" && t.isHTTPS)
-        #expect(throws: WebhookTarget.Refusal.self) { try WebhookTarget("http://127.0.0.1/h", policy: WebhookAddressPolicy(allowLoopback: false)) }
+        #expect(throws: WebhookTarget.Refusal.self) {
+            try WebhookTarget("http://127.0.0.1/h", policy: WebhookAddressPolicy(allowLoopback: false))
+        }
     }
 
     @Test func retriesBackOffWithJitterHonourRetryAfterAndStopAfter24Hours() {

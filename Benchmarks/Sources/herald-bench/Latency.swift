@@ -31,7 +31,8 @@ func runLatency(_ opts: [String: String]) {
     var latencies: [Double] = []
     let eventsURL = api.appendingPathComponent("v1/channels/\(channel)/events")
     for i in 0..<events {
-        let body = JSON.object(["aps": .object(["event": "update", "content-state": .object(["n": .int(Int64(i))])]), "priority": 10]).encoded()
+        let body = JSON.object(["aps": .object(["event": "update", "content-state": .object(["n": .int(Int64(i))])]), "priority": 10])
+            .encoded()
         let t0 = SystemClock().now()
         let (status, d) = client.call("POST", eventsURL, body: Data(body))
         guard status == 202 else { fail("publish answered \(status): \(String(decoding: d, as: UTF8.self))") }

@@ -36,8 +36,14 @@ while i < args.count {
     opts[String(args[i].dropFirst(2))] = args[i + 1]
     i += 2
 }
-if verb == "latency" { runLatency(opts); exit(0) }
-if verb == "ingest" { runIngest(opts); exit(0) }
+if verb == "latency" {
+    runLatency(opts)
+    exit(0)
+}
+if verb == "ingest" {
+    runIngest(opts)
+    exit(0)
+}
 guard let target = opts["target"].flatMap({ HostPort(parsing: $0) }) else { fail("--target HOST:PORT") }
 guard let keyFile = opts["key"], let keyID = opts["key-id"], let teamID = opts["team-id"] else { fail("--key, --key-id, --team-id") }
 let n = Int(opts["requests"] ?? "200000") ?? 200_000
@@ -49,7 +55,9 @@ if let p = opts["payload"] {
     guard let d = FileManager.default.contents(atPath: p) else { fail("cannot read \(p)") }
     payload = [UInt8](d)
 } else {
-    payload = JSON.object(["aps": .object(["event": "update", "timestamp": .int(1_767_225_600), "content-state": .object(["home": 1, "away": 0])])]).encoded()
+    payload = JSON.object([
+        "aps": .object(["event": "update", "timestamp": .int(1_767_225_600), "content-state": .object(["home": 1, "away": 0])])
+    ]).encoded()
 }
 
 let key = try P256PrivateKey(contentsOfFile: keyFile)

@@ -56,42 +56,50 @@ func run(_ conn: PostgresConnection, sizes: [Int]) throws {
         print("tokens=\(n)")
 
         try fresh(conn)
-        report("copy", n, try seconds {
-            let loaded = try conn.copyIn("COPY subscriptions \(copyColumns) FROM STDIN (FORMAT binary)") { w in
-                for (i, t) in tokens.enumerated() { try w.append([1, .int8(shards[i]), 0, .bytea(t), 1_700_000_000_000]) }
-            }
-            precondition(loaded == n)
-        })
+        report(
+            "copy", n,
+            try seconds {
+                let loaded = try conn.copyIn("COPY subscriptions \(copyColumns) FROM STDIN (FORMAT binary)") { w in
+                    for (i, t) in tokens.enumerated() { try w.append([1, .int8(shards[i]), 0, .bytea(t), 1_700_000_000_000]) }
+                }
+                precondition(loaded == n)
+            })
 
         try fresh(conn)
-        report("copy_upsert", n, try seconds {
-            try conn.transaction { c in
-                try c.execute("CREATE TEMPORARY TABLE staging (LIKE subscriptions INCLUDING DEFAULTS) ON COMMIT DROP")
-                _ = try c.copyIn("COPY staging \(copyColumns) FROM STDIN (FORMAT binary)") { w in
-                    for (i, t) in tokens.enumerated() { try w.append([2, .int8(shards[i]), 0, .bytea(t), 1_700_000_000_000]) }
+        report(
+            "copy_upsert", n,
+            try seconds {
+                try conn.transaction { c in
+                    try c.execute("CREATE TEMPORARY TABLE staging (LIKE subscriptions INCLUDING DEFAULTS) ON COMMIT DROP")
+                    _ = try c.copyIn("COPY staging \(copyColumns) FROM STDIN (FORMAT binary)") { w in
+                        for (i, t) in tokens.enumerated() { try w.append([2, .int8(shards[i]), 0, .bytea(t), 1_700_000_000_000]) }
+                    }
+                    let inserted = try c.run("INSERT INTO subscriptions SELECT * FROM staging ON CONFLICT DO NOTHING")
+                    precondition(inserted == n)
                 }
-                let inserted = try c.run("INSERT INTO subscriptions SELECT * FROM staging ON CONFLICT DO NOTHING")
-                precondition(inserted == n)
-            }
-        })
+            })
 
         try fresh(conn)
         let batch = 10_000
-        report("unnest", n, try seconds {
-            var inserted = 0
-            for start in stride(from: 0, to: n, by: batch) {
-                let end = min(start + batch, n)
-                inserted += try conn.run(
-                    """
-                    INSERT INTO subscriptions (channel, shard, kind, token, registered_at_ms)
-                    SELECT $1, s, 0, t, $2 FROM unnest($3::bytea[], $4::int8[]) AS u(t, s)
-                    ON CONFLICT DO NOTHING
-                    """,
-                    [3, 1_700_000_000_000, .array(tokens[start..<end].map(PostgresValue.bytea)),
-                     .array(shards[start..<end].map(PostgresValue.int8))])
-            }
-            precondition(inserted == n)
-        })
+        report(
+            "unnest", n,
+            try seconds {
+                var inserted = 0
+                for start in stride(from: 0, to: n, by: batch) {
+                    let end = min(start + batch, n)
+                    inserted += try conn.run(
+                        """
+                        INSERT INTO subscriptions (channel, shard, kind, token, registered_at_ms)
+                        SELECT $1, s, 0, t, $2 FROM unnest($3::bytea[], $4::int8[]) AS u(t, s)
+                        ON CONFLICT DO NOTHING
+                        """,
+                        [
+                            3, 1_700_000_000_000, .array(tokens[start..<end].map(PostgresValue.bytea)),
+                            .array(shards[start..<end].map(PostgresValue.int8)),
+                        ])
+                }
+                precondition(inserted == n)
+            })
     }
 
     // Pipeline: one round trip per statement vs one per batch.

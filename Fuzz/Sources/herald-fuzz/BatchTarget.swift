@@ -1,6 +1,5 @@
-import HeraldCore
-
 import HeraldAPI
+import HeraldCore
 
 /// `POST /v1/channels/{id}/subscriptions:batch` bodies. `BatchBody` decodes with a typed
 /// decoder (for speed) while the other bodies go through the `JSON` tree; this target holds
@@ -39,8 +38,14 @@ enum BatchTarget {
             }
             init(_ e: BatchBody.Entry) { self.init(token: e.token, kind: e.kind, expiresAt: e.expiresAt) }
         }
-        struct Body { var subscribe: [Entry] = []; var unsubscribe: [String] = [] }
-        struct Refusal: Error { var status: Int; var code: String }
+        struct Body {
+            var subscribe: [Entry] = []
+            var unsubscribe: [String] = []
+        }
+        struct Refusal: Error {
+            var status: Int
+            var code: String
+        }
 
         static func decode(_ data: [UInt8]) -> Result<Body, Refusal> {
             guard let json = try? JSON.parse(data) else { return .failure(Refusal(status: 400, code: "invalid_json")) }

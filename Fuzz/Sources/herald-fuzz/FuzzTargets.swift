@@ -13,13 +13,19 @@ struct FuzzTarget: Sendable {
 enum FuzzTargets {
     static let all: [FuzzTarget] = [
         FuzzTarget(name: "publish", summary: "publish body: JSON.parse, LiveActivityEvent.validate, render", run: PublishTarget.run),
-        FuzzTarget(name: "batch", summary: "subscriptions:batch body (BatchBody.decode) against a reference over the JSON tree", run: BatchTarget.run),
+        FuzzTarget(
+            name: "batch", summary: "subscriptions:batch body (BatchBody.decode) against a reference over the JSON tree",
+            run: BatchTarget.run),
         FuzzTarget(name: "route", summary: "Route(rawPath:), with a round trip through percent-encoding", run: RouteTarget.run),
         FuzzTarget(name: "hostport", summary: "HostPort(parsing:), with a round trip through its description", run: HostPortTarget.run),
         FuzzTarget(name: "jwt", summary: "ParsedJWT.parse (the simulator's provider-token check)", run: JWTTarget.run),
-        FuzzTarget(name: "faults", summary: "SimulatorFaults.parse (--faults and PUT /faults), with a round trip through spec", run: FaultsTarget.run),
+        FuzzTarget(
+            name: "faults", summary: "SimulatorFaults.parse (--faults and PUT /faults), with a round trip through spec",
+            run: FaultsTarget.run),
         FuzzTarget(name: "codecs", summary: "Hex and Base64URL decode/encode round trips", run: CodecsTarget.run),
-        FuzzTarget(name: "apns-response", summary: "PushOutcome.classify of an APNs answer (status, body, retry-after)", run: APNSResponseTarget.run),
+        FuzzTarget(
+            name: "apns-response", summary: "PushOutcome.classify of an APNs answer (status, body, retry-after)",
+            run: APNSResponseTarget.run),
     ]
 
     /// The target named by `HERALD_FUZZ_TARGET`; exits with status 2 and the list when it

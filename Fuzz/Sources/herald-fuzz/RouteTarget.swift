@@ -1,5 +1,4 @@
 import Foundation
-
 import HeraldAPI
 
 /// `Route(rawPath:)`: the raw request path is matched segment by segment and each segment
@@ -13,7 +12,8 @@ enum RouteTarget {
         guard let route = Route(rawPath: path) else { return }
         FuzzCheck.expect(!route.methods.isEmpty && route.label.hasPrefix("/"), "route without methods or label")
         guard let raw = rawPath(route) else { return }
-        FuzzCheck.expect(Route(rawPath: raw) == route, "\(route) written as \(raw) reads back as \(String(describing: Route(rawPath: raw)))")
+        FuzzCheck.expect(
+            Route(rawPath: raw) == route, "\(route) written as \(raw) reads back as \(String(describing: Route(rawPath: raw)))")
     }
 
     static func rawPath(_ r: Route) -> String? {
