@@ -19,8 +19,8 @@ extension PostgresStore {
 
     public func createKey(role: KeyRole, channels: [String], label: String?) throws -> (APIKey, secret: String) {
         let id = Self.newID("key_")
-        let secret = "hk_" + id.dropFirst(4) + "_" + SecureRandom.token(bytes: 32)
-        let hash = Digest.sha256(Array(secret.utf8))
+        let made = APIKeySecret(keyID: id)
+        let (secret, hash) = (made.secret, made.hash)
         let now = clock.nowMillis()
         let patterns = JSON.array(channels.map { .string($0) }).text
         let key = try write { c in
@@ -65,7 +65,7 @@ extension PostgresStore {
         else { return nil }
         let key = try Self.translating { try Self.key(r) }
         let stored = try Self.translating { try r.bytea("secret_hash") }
-        guard constantTimeEquals(Digest.sha256(Array(secret.utf8)), stored), key.revokedAtMillis == nil else { return nil }
+        guard constantTimeEquals(APIKeySecret.hash(secret), stored), key.revokedAtMillis == nil else { return nil }
         return key
     }
 

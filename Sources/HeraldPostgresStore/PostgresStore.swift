@@ -124,24 +124,8 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    /// A random identifier with a prefix, as SQLite's store makes them: `evt_…`, `key_…`
-    /// (base32 of 128 random bits).
-    static func newID(_ prefix: String) -> String {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
-        var out = [UInt8]()
-        var acc: UInt32 = 0
-        var bits = 0
-        for b in SecureRandom.bytes(16) {
-            acc = acc << 8 | UInt32(b)
-            bits += 8
-            while bits >= 5 {
-                bits -= 5
-                out.append(alphabet[Int((acc >> UInt32(bits)) & 31)])
-            }
-        }
-        if bits > 0 { out.append(alphabet[Int((acc << UInt32(5 - bits)) & 31)]) }
-        return prefix + String(decoding: out, as: UTF8.self)
-    }
+    /// A random identifier with a prefix, as SQLite's store makes them: `evt_…`, `key_…`.
+    static func newID(_ prefix: String) -> String { Identifier.random(prefix: prefix) }
 }
 
 extension StoreError {

@@ -1,5 +1,6 @@
 import HeraldAPNS
 import HeraldCore
+import HeraldCrypto
 
 /// How a channel reaches devices (design: fanout, broadcast, hybrid).
 public enum ChannelMode: String, Sendable, CaseIterable, Codable {
@@ -174,6 +175,25 @@ public struct APIKey: Sendable, Equatable {
 
 /// Validation of identifiers at the door.
 public enum Identifier {
+    /// A random identifier with a prefix: `evt_…`, `key_…` (base32 of 128 random bits). Both
+    /// storage backends make their ids with it.
+    public static func random(prefix: String) -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
+        var out = [UInt8]()
+        var acc: UInt32 = 0
+        var bits = 0
+        for b in SecureRandom.bytes(16) {
+            acc = acc << 8 | UInt32(b)
+            bits += 8
+            while bits >= 5 {
+                bits -= 5
+                out.append(alphabet[Int((acc >> UInt32(bits)) & 31)])
+            }
+        }
+        if bits > 0 { out.append(alphabet[Int((acc << UInt32(5 - bits)) & 31)]) }
+        return prefix + String(decoding: out, as: UTF8.self)
+    }
+
     /// Channel ids: 1–128 of `A-Z a-z 0-9 . _ - :`.
     public static func isValidChannelID(_ s: String) -> Bool {
         guard (1...128).contains(s.utf8.count) else { return false }
@@ -196,4 +216,21 @@ public enum Identifier {
         guard (32...1024).contains(hex.utf8.count), let b = Hex.decode(hex) else { return nil }
         return b
     }
+}
+
+/// An API key's secret, `hk_<id without "key_">_<256 random bits>`, and the SHA-256 that is
+/// all either backend stores of it (shown once, design "HTTP API"). One place, so both
+/// backends make and hash secrets the same way.
+public struct APIKeySecret: Sendable {
+    public let secret: String
+    public let hash: [UInt8]
+
+    /// A fresh secret for the key `id` (`key_…`).
+    public init(keyID id: String) {
+        secret = "hk_" + id.dropFirst(4) + "_" + SecureRandom.token(bytes: 32)
+        hash = Self.hash(secret)
+    }
+
+    /// What is stored for, and compared with, a presented secret.
+    public static func hash(_ secret: String) -> [UInt8] { Digest.sha256(Array(secret.utf8)) }
 }

@@ -17,8 +17,8 @@ extension Store {
     /// SHA-256 is stored.
     public func createKey(role: KeyRole, channels: [String], label: String?) throws -> (APIKey, secret: String) {
         let id = Self.newID("key_")
-        let secret = "hk_" + id.dropFirst(4) + "_" + SecureRandom.token(bytes: 32)
-        let hash = Digest.sha256(Array(secret.utf8))
+        let made = APIKeySecret(keyID: id)
+        let (secret, hash) = (made.secret, made.hash)
         let now = clock.nowMillis()
         let patterns = JSON.array(channels.map { .string($0) }).text
         let key = try write { c in
@@ -55,7 +55,7 @@ extension Store {
         let id = "key_" + parts[1]
         guard let key = try read({ c in try c.queryOne("SELECT \(Self.keyColumns) FROM api_keys WHERE id = ?", [.text(id)]) }).map(Self.key)
         else { return nil }
-        guard constantTimeEquals(Digest.sha256(Array(secret.utf8)), key.secretHash), key.revokedAtMillis == nil else { return nil }
+        guard constantTimeEquals(APIKeySecret.hash(secret), key.secretHash), key.revokedAtMillis == nil else { return nil }
         return key
     }
 

@@ -83,23 +83,7 @@ public final class Store: Sendable {
     }
 
     /// A random identifier with a prefix: `evt_…`, `key_…` (base32, 128 bits).
-    static func newID(_ prefix: String) -> String {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
-        let bytes = SecureRandom.bytes(16)
-        var out = [UInt8]()
-        var acc: UInt32 = 0
-        var bits = 0
-        for b in bytes {
-            acc = acc << 8 | UInt32(b)
-            bits += 8
-            while bits >= 5 {
-                bits -= 5
-                out.append(alphabet[Int((acc >> UInt32(bits)) & 31)])
-            }
-        }
-        if bits > 0 { out.append(alphabet[Int((acc << UInt32(5 - bits)) & 31)]) }
-        return prefix + String(decoding: out, as: UTF8.self)
-    }
+    static func newID(_ prefix: String) -> String { Identifier.random(prefix: prefix) }
 }
 
 /// Failures the API turns into HTTP answers: each knows its status and stable code.
