@@ -39,6 +39,11 @@ extension Hostile {
             #expect(reclaimed >= 200 - 32, "\(reclaimed) idle connections closed")
             #expect(h.isAlive)
             for c in idle { c.close() }
+            // Until the server has seen those closes, the burst below could reclaim one of them
+            // and count it (a clean-clone CI run counted 93 against 79 unanswered).
+            #expect(
+                ServedHerald.eventually(timeout: 5) { h.openDescriptors <= baseline + 2 },
+                "\(h.openDescriptors - baseline) idle connections still open")
 
             // 300 complete requests at once, beyond the 32 slots: each is answered, or —
             // when all 32 are busy, or idle only until their request is read — closed at once
