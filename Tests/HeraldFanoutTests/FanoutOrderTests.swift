@@ -79,7 +79,8 @@ import Testing
     /// joiner gets no catch-up: the waiting event's pass reaches it, once, in order.
     @Test func aLateJoinerWaitsForAnEventAlreadyOnItsWay() throws {
         let fx = try FanoutFixture(connections: 1)
-        try fx.channel("m", settings: ChannelSettings(minIntervalMillis: 800))
+        // Long enough that the registration below lands inside it on a loaded machine.
+        try fx.channel("m", settings: ChannelSettings(minIntervalMillis: 2_500))
         try fx.subscribe("m", makeTokens(3, seed: 47))
         let first = try fx.waitFinished(try fx.publish("m", state: ["score": 1]))
         let waiting = try fx.publish("m", state: ["score": 2])
