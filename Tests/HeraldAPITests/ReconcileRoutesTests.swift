@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPI
 import HeraldCLI
 import HeraldCore
 import HeraldNet
@@ -159,8 +160,15 @@ import Testing
         #expect(report["orphans"] == 0 && report["lost"] == 0)
     }
 
-    @Test func nearTheLimitTheGaugeShowsIt() throws {
-        let fx = try APIFixture.start(storage: testStorage)
+    @Test func nearTheLimitTheGaugeShowsItAndTheLogWarns() throws {
+        let lines = Locked<[String]>([])
+        let logger = Logger(subsystem: "test", sink: LogSink(level: .info) { line in lines.withLock { $0.append(line) } })
+        let fx = try APIFixture(storage: testStorage) { p in
+            var c = APIConfig()
+            c.adminToken = Redacted(p.adminToken)
+            return APIServer(
+                config: c, store: p.storage, engine: p.engine, channelManagers: p.channelManagers, metrics: p.metrics, logger: logger)
+        }
         let control = try Control(fx.sim.sim)
         try fx.createChannel("busy", mode: "broadcast", bundle: "com.example.busy")
         _ = try control.plant("com.example.busy", count: 8_999)
@@ -169,5 +177,8 @@ import Testing
         #expect(try gauge(fx, "com.example.busy") == 9_000)
         let text = try fx.client.send("GET", "/metrics").text
         #expect(text.contains("# HELP herald_apns_channels "))
+        let warning = lines.withLock { $0 }.compactMap { try? JSON.parse($0) }.first { $0["event"] == "apns.channels_near_limit" }
+        #expect(warning?["level"] == "warning")
+        #expect(warning?["bundle_id"] == "com.example.busy" && warning?["channels"] == 9_000 && warning?["limit"] == 10_000)
     }
 }
