@@ -33,6 +33,7 @@ extension APIServer {
                 throw APIError(503, "unavailable", "reconciliation needs APNs channel management, which is not configured")
             }
             let ids: [String]
+            let listedAt = store.clock.nowMillis()
             do {
                 ids = try manager.list(bundleID: t.bundleID)
             } catch {
@@ -44,8 +45,10 @@ extension APIServer {
                 totals.failed += 1
                 continue
             }
+            // Herald's channels read after APNs' list (see `compare`).
             let r = ChannelReconciliation.compare(
-                bundleID: t.bundleID, environment: t.environment, channels: channels, apnsIDs: ids, markedLost: marked)
+                bundleID: t.bundleID, environment: t.environment, channels: try store.channels(), apnsIDs: ids, markedLost: marked,
+                listedAtMillis: listedAt)
             let now = store.clock.nowMillis()
             for l in r.lost where l.isNew {
                 try store.markAPNSChannelLost(channelNum: l.channelNum, apnsChannelID: l.apnsChannelID, atMillis: now)

@@ -33,11 +33,19 @@ public struct ChannelReconciliation: Sendable, Equatable {
     /// Warn (log, alert) from this many: 90 % of the limit.
     public static let warningThreshold = channelLimit * 9 / 10
 
-    /// Compares `apnsIDs` (APNs' list for `bundleID` in `environment`) with `channels`
-    /// (Herald's; those of other apps and environments are ignored). `markedLost`: the
-    /// numbers of channels already marked lost. Orphans and lost ones come sorted by id.
+    /// Compares `apnsIDs` (APNs' list for `bundleID` in `environment`, asked for at
+    /// `listedAtMillis`) with `channels` (Herald's, read after the list; those of other
+    /// apps and environments are ignored). `markedLost`: the numbers of channels already
+    /// marked lost. Orphans and lost ones come sorted by id.
+    ///
+    /// Why the order and the time: a channel is created at APNs first and stored second.
+    /// Reading Herald's channels after the list means a channel whose APNs channel is in
+    /// the list is (almost always) already stored, so it is not taken for an orphan; and a
+    /// channel created since the list began may have an APNs channel the list could not
+    /// show, so it is never taken for lost.
     public static func compare(
-        bundleID: String, environment: APNSEnvironment, channels: [Channel], apnsIDs: [String], markedLost: Set<Int64>
+        bundleID: String, environment: APNSEnvironment, channels: [Channel], apnsIDs: [String], markedLost: Set<Int64>,
+        listedAtMillis: Int64 = .max
     ) -> ChannelReconciliation {
         let mine = channels.filter { $0.bundleID == bundleID && $0.environment == environment && $0.apnsChannelID != nil }
         let atAPNs = Set(apnsIDs)
@@ -47,7 +55,9 @@ public struct ChannelReconciliation: Sendable, Equatable {
             if c.isOpen { openByID[c.apnsChannelID!] = c } else { closedByID[c.apnsChannelID!] = c }
         }
         let orphans = atAPNs.subtracting(openByID.keys).sorted().map { Orphan(apnsChannelID: $0, closedChannel: closedByID[$0]?.id) }
-        let lost = openByID.filter { !atAPNs.contains($0.key) }.values.sorted { $0.id < $1.id }.map {
+        let lost = openByID.filter { !atAPNs.contains($0.key) && $0.value.createdAtMillis < listedAtMillis }.values.sorted {
+            $0.id < $1.id
+        }.map {
             Lost(channel: $0.id, channelNum: $0.num, apnsChannelID: $0.apnsChannelID!, isNew: !markedLost.contains($0.num))
         }
         return ChannelReconciliation(bundleID: bundleID, environment: environment, apnsChannels: atAPNs.count, orphans: orphans, lost: lost)

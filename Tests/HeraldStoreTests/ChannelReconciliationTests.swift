@@ -5,13 +5,14 @@ import Testing
 
 /// Herald's channels against APNs' list: a value, no I/O.
 @Suite struct ChannelReconciliationTests {
-    func channel(_ num: Int64, _ id: String, apns: String?, open: Bool = true, bundle: String = "com.a", env: APNSEnvironment = .sandbox)
-        -> Channel
-    {
+    func channel(
+        _ num: Int64, _ id: String, apns: String?, open: Bool = true, bundle: String = "com.a", env: APNSEnvironment = .sandbox,
+        createdAt: Int64 = 0
+    ) -> Channel {
         Channel(
             num: num, id: id, bundleID: bundle, mode: apns == nil ? .fanout : .broadcast, environment: env, storagePolicy: .none,
             apnsChannelID: apns, isOpen: open, lifecycle: .idle, lastSeq: 0, lastTimestamp: 0, currentEvent: nil, catchUp: true,
-            minIntervalMillis: 0, priority10BudgetPerHour: 0, createdAtMillis: 0, closedAtMillis: open ? nil : 1)
+            minIntervalMillis: 0, priority10BudgetPerHour: 0, createdAtMillis: createdAt, closedAtMillis: open ? nil : 1)
     }
 
     @Test func orphansAreUnknownOrClosedAndLostOnesAreOpenAndMissing() {
@@ -36,6 +37,16 @@ import Testing
                 .init(channel: "lost-before", channelNum: 7, apnsChannelID: "F", isNew: false),
             ])
         #expect(!r.nearLimit)
+    }
+
+    @Test func aChannelCreatedSinceTheListBeganIsNeverLost() {
+        // Created at APNs after the list was answered, stored before Herald's channels
+        // were read: its APNs id cannot be in the list.
+        let channels = [channel(1, "old", apns: "A", createdAt: 1_000), channel(2, "new", apns: "B", createdAt: 5_000)]
+        let r = ChannelReconciliation.compare(
+            bundleID: "com.a", environment: .sandbox, channels: channels, apnsIDs: [], markedLost: [], listedAtMillis: 5_000)
+        #expect(r.lost.map(\.channel) == ["old"])
+        #expect(r.orphans.isEmpty)
     }
 
     @Test func nothingToDoWhenBothAgree() {
