@@ -51,4 +51,17 @@ import Testing
         #expect(herald(fx, ["events", "list"]).code == 2)
         #expect(herald(fx, ["events", "cancel", channel]).code == 2)
     }
+
+    @Test func publishSendAtSchedulesTheEvent() throws {
+        let fx = try Live.api()
+        let channel = unique("cli-send-at")
+        try fx.createChannel(channel)
+        let sendAt = nowSeconds() + 600
+        let r = herald(fx, ["publish", channel, "--json", #"{"event":"update","content-state":{"s":1}}"#, "--send-at", String(sendAt)])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(r.out.contains("scheduled"), "\(r.out)")
+        let listed = try #require(try fx.admin("GET", "/v1/channels/\(channel)/events").json?["events"]?.arrayValue)
+        #expect(listed.count == 1 && listed.first?["state"] == "scheduled" && listed.first?["send_at"] == .int(sendAt))
+        #expect(herald(fx, ["publish", channel, "--json", "{}", "--send-at", "soon"]).code == 2)
+    }
 }
