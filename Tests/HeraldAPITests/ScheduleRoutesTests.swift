@@ -1,6 +1,8 @@
 import Foundation
 import HeraldAPI
 import HeraldCore
+import HeraldSQL
+import HeraldStore
 import HeraldTestSupport
 import Testing
 
@@ -10,10 +12,19 @@ final class DutyFixture: Sendable {
     let api: APIFixture
     let runner: DutyRunner
 
-    init() throws {
-        api = try APIFixture.start()
+    /// As `herald serve`: the engine leaves the subscription sweep to the runner.
+    init(plan: DutyPlan = DutyPlan()) throws {
+        api = try APIFixture(
+            storage: testStorage, fanout: { $0.sweepsSubscriptions = false },
+            makeHandler: { p in
+                var c = APIConfig()
+                c.adminToken = Redacted(p.adminToken)
+                return APIServer(
+                    config: c, store: p.storage, engine: p.engine, channelManagers: p.channelManagers, metrics: p.metrics,
+                    logger: .discard)
+            })
         let server = try #require(api.handler as? APIServer)
-        runner = DutyRunner(api: server, metrics: api.fanout.metrics, logger: .discard)
+        runner = DutyRunner(api: server, plan: plan, metrics: api.fanout.metrics, logger: .discard)
         try runner.start()
     }
 
@@ -211,5 +222,19 @@ final class DutyFixture: Sendable {
         #expect(fx.simulatorChannels[apnsID] == nil, "the APNs channel was deleted")
         let listed = try #require(try fx.admin("GET", "/v1/channels/\(channel)/events?limit=1").json?["events"]?.arrayValue?.first)
         #expect(listed["event"] == "end" && listed["state"] == "done")
+    }
+
+    @Test func theRunnerSweepsExpiredSubscriptionsInsteadOfTheEngine() throws {
+        let d = try DutyFixture(plan: DutyPlan(sweepIntervalMillis: 100))
+        let fx = d.api
+        let channel = unique("sweep")
+        try fx.createChannel(channel)
+        let token = freshToken()
+        #expect(try fx.subscribe(channel, token, body: ["expires_at": .int(nowSeconds() - 10)]).status == 201)
+        guard let store = fx.fanout.storage as? Store else { return }  // the raw row count is SQLite's
+        func rows() throws -> Int64 {
+            try store.db.read { c in try c.queryValue("SELECT COUNT(*) FROM subscriptions")?.int64Value ?? -1 }
+        }
+        #expect(try Poll.until(timeout: 10) { try rows() == 0 }, "the expired subscription's row is deleted")
     }
 }
