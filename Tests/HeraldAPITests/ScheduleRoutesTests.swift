@@ -74,6 +74,7 @@ final class DutyFixture: Sendable {
         #expect(got.count == 1)
         let push = try #require(got.first)
         #expect(push.event == "start")
+        print("schedule: a start reached the simulator \(Int((push.receivedAt - Double(sendAt)) * 1000)) ms after send_at")
         #expect(push.receivedAt >= Double(sendAt), "not before its time")
         #expect(push.receivedAt - Double(sendAt) < 1.0, "within 1 s of send_at: \(push.receivedAt - Double(sendAt))")
         #expect((push.timestamp ?? 0) >= sendAt, "aps.timestamp taken when it went out")

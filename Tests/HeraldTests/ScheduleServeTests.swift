@@ -76,6 +76,7 @@ import Testing
         let starts = sim.sim.pushes(to: starter)
         #expect(starts.count == 1 && starts.first?.event == "start")
         let lateness = (starts.first?.receivedAt ?? 0) - Double(sendAt)
+        print("schedule: a start scheduled before a SIGKILL reached the simulator \(Int(lateness * 1000)) ms after send_at")
         #expect(lateness >= 0 && lateness < 1.0, "on time after the restart: \(lateness) s after send_at")
         #expect(try call(serve, "GET", "/v1/channels/final/events/\(cancelled)").json?["state"] == "cancelled")
         #expect(sim.sim.pushes(to: follower).isEmpty, "the cancelled update never went out")
@@ -142,6 +143,7 @@ import Testing
         let got = sim.sim.pushes(to: starter)
         #expect(got.count == 1, "sent once: \(got.count)")
         let lateness = (got.first?.receivedAt ?? 0) - Double(sendAt)
+        print("schedule: two PostgreSQL workers, holder killed: the start reached the simulator \(Int(lateness * 1000)) ms after send_at")
         #expect(lateness >= 0 && lateness < 1.0, "on time: \(lateness) s")
     }
 }
