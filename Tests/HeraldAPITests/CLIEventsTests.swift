@@ -64,4 +64,15 @@ import Testing
         #expect(listed.count == 1 && listed.first?["state"] == "scheduled" && listed.first?["send_at"] == .int(sendAt))
         #expect(herald(fx, ["publish", channel, "--json", "{}", "--send-at", "soon"]).code == 2)
     }
+
+    @Test func channelsCreateExpiresAt() throws {
+        let fx = try Live.api()
+        let id = unique("cli-expiring")
+        let at = nowSeconds() + 7200
+        let r = herald(fx, ["channels", "create", id, "--bundle-id", "com.example.app", "--expires-at", String(at)])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(r.out.contains("expires_at:      20"), "\(r.out)")
+        #expect(try fx.admin("GET", "/v1/channels/\(id)").json?["expires_at"] == .int(at))
+        #expect(herald(fx, ["channels", "create", unique("x"), "--bundle-id", "com.example.app", "--expires-at", "soon"]).code == 2)
+    }
 }
