@@ -33,6 +33,7 @@ extension APIServer {
         if let v = change.catchUp { settings.catchUp = v }
         if let v = change.minIntervalMillis { settings.minIntervalMillis = v }
         if let v = change.priority10BudgetPerHour { settings.priority10BudgetPerHour = v }
+        try requireTeam(for: bundle)
         if try store.channel(id: id) != nil { throw StoreError.channelExists(id) }
         var apnsID: String?
         if mode.usesBroadcast {
@@ -66,7 +67,7 @@ extension APIServer {
             ch = try store.updateChannel(id: id, ChannelChange(expiresAt: change.expiresAt))
             dutyBell.ring()
         }
-        engine.prepare(env)
+        engine.prepare(env, bundleID: bundle)
         logger.info(
             "api.channel_created",
             [

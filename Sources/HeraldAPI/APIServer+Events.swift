@@ -30,6 +30,7 @@ extension APIServer {
         } catch {
             throw APIError(error)
         }
+        try refuseLost(channel)
         let r = try store.publish(channelID: channel, event: event, idempotencyKey: key, dryRun: dryRun)
         if dryRun {
             return .json(

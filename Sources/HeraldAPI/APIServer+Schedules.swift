@@ -18,6 +18,7 @@ extension APIServer {
         } catch {
             throw APIError(error)
         }
+        try refuseLost(channel)
         let r = try store.schedule(
             channelID: channel, event: event, body: body.encoded(), sendAt: sendAt, idempotencyKey: key, dryRun: dryRun)
         if dryRun {
