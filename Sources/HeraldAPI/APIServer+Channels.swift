@@ -10,6 +10,7 @@ extension APIServer {
             o,
             allowed: [
                 "id", "bundle_id", "mode", "environment", "storage_policy", "catch_up", "min_interval_ms", "priority10_budget_per_hour",
+                "expires_at",
             ])
         let id = try string(o, "id", required: true)!
         guard Identifier.isValidChannelID(id) else {
@@ -27,21 +28,11 @@ extension APIServer {
         guard let storage = StoragePolicy(rawValue: storageText) else {
             throw APIError.invalid("storage_policy", "must be none or most-recent")
         }
+        let change = try Self.channelChange(o, now: store.clock.nowSeconds())
         var settings = ChannelSettings()
-        if let v = o["catch_up"], v != .null {
-            guard let b = v.boolValue else { throw APIError.invalid("catch_up", "must be true or false") }
-            settings.catchUp = b
-        }
-        if let v = o["min_interval_ms"], v != .null {
-            guard let n = v.intValue, (0...86_400_000).contains(n) else { throw APIError.invalid("min_interval_ms", "must be 0-86400000") }
-            settings.minIntervalMillis = n
-        }
-        if let v = o["priority10_budget_per_hour"], v != .null {
-            guard let n = v.intValue, (0...100_000).contains(n) else {
-                throw APIError.invalid("priority10_budget_per_hour", "must be 0-100000 (0: no budget)")
-            }
-            settings.priority10BudgetPerHour = n
-        }
+        if let v = change.catchUp { settings.catchUp = v }
+        if let v = change.minIntervalMillis { settings.minIntervalMillis = v }
+        if let v = change.priority10BudgetPerHour { settings.priority10BudgetPerHour = v }
         try requireTeam(for: bundle)
         if try store.channel(id: id) != nil { throw StoreError.channelExists(id) }
         var apnsID: String?
@@ -63,7 +54,7 @@ extension APIServer {
                 }
             }
         }
-        let ch: Channel
+        var ch: Channel
         do {
             ch = try store.createChannel(
                 id: id, bundleID: bundle, mode: mode, environment: env, storagePolicy: storage, apnsChannelID: apnsID,
@@ -71,6 +62,10 @@ extension APIServer {
         } catch {
             if let apnsID { try? channelManagers(env)?.delete(bundleID: bundle, channelID: apnsID) }
             throw error
+        }
+        if case .some(.some) = change.expiresAt {
+            ch = try store.updateChannel(id: id, ChannelChange(expiresAt: change.expiresAt))
+            dutyBell.ring()
         }
         engine.prepare(env, bundleID: bundle)
         logger.info(
@@ -97,8 +92,27 @@ extension APIServer {
         )
     }
 
-    func closeChannel(_ id: String) throws -> HTTPResponse {
+    func closeChannelRoute(_ id: String) throws -> HTTPResponse {
+        let ch = try closeChannel(id: id, why: .deleted)
+        return .json(200, Render.channel(ch, counts: (0, 0), lastEvent: try store.lastEvent(channelNum: ch.num)))
+    }
+
+    /// Why a channel closed (the `channel.closed` webhook's `why`).
+    public enum CloseReason: String, Sendable {
+        /// `DELETE /v1/channels/{id}`.
+        case deleted
+        /// Its `expires_at` came (the duty runner).
+        case expired
+    }
+
+    /// Closes a channel: the one path for `DELETE` and expiry. No more publishes,
+    /// subscriptions dropped, unfinished events failed `channel_closed`, scheduled ones
+    /// failed `channel_closed`, the fan-out told, the APNs channel deleted. Returns the
+    /// channel as closed. Throws `StoreError` (`channelNotFound`). Any thread that may block.
+    @discardableResult
+    public func closeChannel(id: String, why: CloseReason) throws -> Channel {
         let (ch, stopped) = try store.closeChannel(id: id)
+        let unscheduled = try store.failScheduled(channelNum: ch.num, reason: "channel_closed")
         engine.notifyClosed(channelID: id)
         if let apnsID = ch.apnsChannelID, let manager = channelManagers(ch.environment) {
             do {
@@ -107,7 +121,12 @@ extension APIServer {
                 logger.warning("api.apns_channel_delete_failed", ["channel": .string(id), "error": .string(error.description)])
             }
         }
-        logger.info("api.channel_closed", ["channel": .string(id), "events_stopped": .int(Int64(stopped.count))])
-        return .json(200, Render.channel(ch, counts: (0, 0), lastEvent: try store.lastEvent(channelNum: ch.num)))
+        logger.info(
+            "api.channel_closed",
+            [
+                "channel": .string(id), "why": .string(why.rawValue), "events_stopped": .int(Int64(stopped.count)),
+                "scheduled_failed": .int(Int64(unscheduled)),
+            ])
+        return ch
     }
 }

@@ -8,13 +8,7 @@ extension APIServer {
         guard req.body.count <= config.maxPublishBodyBytes else {
             throw APIError(413, "request_too_large", "a publish body is at most \(config.maxPublishBodyBytes) bytes")
         }
-        let json = try jsonBody(req)!
-        let event: LiveActivityEvent
-        do {
-            event = try LiveActivityEvent.validate(json)
-        } catch {
-            throw APIError(error)
-        }
+        var json = try jsonBody(req)!
         let dryRun = try Self.dryRun(req.query["dry_run"])
         var key = req.header("idempotency-key")
         if let k = key {
@@ -22,6 +16,19 @@ extension APIServer {
             guard (1...255).contains(key!.utf8.count) else {
                 throw APIError(400, "invalid_field", "Idempotency-Key must be 1-255 characters")
             }
+        }
+        if var o = json.objectValue, let v = o.removeValue(forKey: "send_at") {
+            if v != .null {
+                guard let sendAt = v.intValue else { throw APIError.invalid("send_at", "must be unix seconds (an integer)") }
+                return try schedule(req, channel, object: o, sendAt: sendAt, key: key, dryRun: dryRun)
+            }
+            json = .object(o)
+        }
+        let event: LiveActivityEvent
+        do {
+            event = try LiveActivityEvent.validate(json)
+        } catch {
+            throw APIError(error)
         }
         try refuseLost(channel)
         let r = try store.publish(channelID: channel, event: event, idempotencyKey: key, dryRun: dryRun)

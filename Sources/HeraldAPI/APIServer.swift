@@ -49,6 +49,8 @@ public final class APIServer: HTTPHandler {
     let logger: Logger
     let adminTokenHash: [UInt8]?
     let duration: Histogram
+    /// Wakes the duty runner (a schedule or an expiry earlier than it knew of).
+    public let dutyBell = DutyBell()
 
     /// `channelManagers` gives APNs channel management per environment; nil: broadcast and
     /// hybrid channels cannot be created there.
@@ -132,7 +134,11 @@ public final class APIServer: HTTPHandler {
             return try reconcile(req)
         case .channel(let id):
             try requireAdmin(caller)
-            return req.method == "GET" ? try showChannel(id) : try closeChannel(id)
+            switch req.method {
+            case "GET": return try showChannel(id)
+            case "PATCH": return try patchChannel(req, id)
+            default: return try closeChannelRoute(id)
+            }
         case .keys:
             try requireAdmin(caller)
             return req.method == "POST" ? try createKey(req) : try listKeys()
@@ -147,9 +153,10 @@ public final class APIServer: HTTPHandler {
             return try batch(req, channel)
         case .events(let channel):
             try require(caller, .publisher, on: channel)
-            return try publish(req, channel)
+            return req.method == "GET" ? try listEvents(req, channel) : try publish(req, channel)
         case .event(let channel, let id):
             try require(caller, .publisher, on: channel)
+            if req.method == "DELETE" { return try cancelEvent(channel, id) }
             return .json(200, Render.event(try store.event(channelID: channel, eventID: id)))
         default:
             throw APIError.notFound("no route")

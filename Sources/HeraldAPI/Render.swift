@@ -12,7 +12,7 @@ enum Render {
             "environment": .string(c.environment.rawValue), "storage_policy": .string(c.storagePolicy.rawValue),
             "apns_channel_id": c.apnsChannelID.map { .string($0) } ?? .null, "state": .string(c.isOpen ? "open" : "closed"),
             "created_at": seconds(c.createdAtMillis), "closed_at": seconds(c.closedAtMillis),
-            "last_event": lastEvent.map(event) ?? .null,
+            "last_event": lastEvent.map(event) ?? .null, "expires_at": c.expiresAt.map { .int($0) } ?? .null,
             "settings": .object([
                 "catch_up": .bool(c.catchUp), "min_interval_ms": .int(c.minIntervalMillis),
                 "priority10_budget_per_hour": .int(c.priority10BudgetPerHour),
@@ -37,7 +37,7 @@ enum Render {
             "superseded_by": e.supersededBy.map { .string($0) } ?? .null, "broadcast": .string(e.broadcastState.rawValue),
             "broadcast_reason": e.broadcastReason.map { .string($0) } ?? .null,
             "created_at": seconds(e.createdAtMillis), "started_at": seconds(e.startedAtMillis),
-            "finished_at": seconds(e.finishedAtMillis),
+            "finished_at": seconds(e.finishedAtMillis), "send_at": e.sendAt.map { .int($0) } ?? .null,
         ])
     }
 

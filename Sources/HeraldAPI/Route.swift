@@ -36,11 +36,12 @@ package enum Route: Equatable {
         switch self {
         case .healthz, .readyz, .metrics: ["GET", "HEAD"]
         case .channels, .keys: ["GET", "POST"]
-        case .channel: ["GET", "DELETE"]
+        case .channel: ["GET", "PATCH", "DELETE"]
         case .key: ["DELETE"]
         case .subscription: ["PUT", "DELETE"]
-        case .subscriptionsBatch, .events, .reconcile: ["POST"]
-        case .event: ["GET"]
+        case .subscriptionsBatch, .reconcile: ["POST"]
+        case .events: ["GET", "POST"]
+        case .event: ["GET", "DELETE"]
         }
     }
 

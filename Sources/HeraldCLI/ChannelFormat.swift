@@ -25,6 +25,7 @@ enum ChannelFormat {
             ("state", TextOutput.text(c["state"])),
             ("created_at", TextOutput.time(c["created_at"])),
             ("closed_at", TextOutput.time(c["closed_at"])),
+            ("expires_at", TextOutput.time(c["expires_at"])),
             (
                 "subscribers",
                 "\(TextOutput.count(subs?["total"])) (activity \(TextOutput.count(subs?["activity"])), "

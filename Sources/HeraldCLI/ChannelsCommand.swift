@@ -29,6 +29,11 @@ enum ChannelsCommand: HeraldCommand {
         let noCatchUp = args.flag("--no-catch-up")
         let interval = try args.intOption("--min-interval-ms", range: 0...86_400_000)
         let budget = try args.intOption("--priority10-budget", range: 0...100_000)
+        var expiresAt: Int64?
+        if let t = try args.option("--expires-at") {
+            guard let v = Int64(t), v > 0 else { throw UsageError("--expires-at must be unix seconds, got '\(t)'") }
+            expiresAt = v
+        }
         let id = try args.positional("channel ID")
         try args.finish()
         guard let bundle, !bundle.isEmpty else { throw UsageError("--bundle-id is required (the app's bundle ID)") }
@@ -36,7 +41,7 @@ enum ChannelsCommand: HeraldCommand {
             ("id", .string(id)), ("bundle_id", .string(bundle)), ("mode", mode.map(JSON.string)),
             ("environment", env.map(JSON.string)), ("storage_policy", storage.map(JSON.string)),
             ("catch_up", noCatchUp ? .bool(false) : nil), ("min_interval_ms", interval.map { JSON.int(Int64($0)) }),
-            ("priority10_budget_per_hour", budget.map { JSON.int(Int64($0)) }),
+            ("priority10_budget_per_hour", budget.map { JSON.int(Int64($0)) }), ("expires_at", expiresAt.map { JSON.int($0) }),
         ])
         let channel = try opts.client().call("POST", "/v1/channels", body: body)
         if opts.json {

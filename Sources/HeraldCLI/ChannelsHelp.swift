@@ -36,6 +36,7 @@ extension ChannelsCommand {
         Usage: herald channels create ID --bundle-id B [--mode fanout|broadcast|hybrid]
                                       [--env sandbox|production] [--storage none|most-recent]
                                       [--no-catch-up] [--min-interval-ms MS] [--priority10-budget N]
+                                      [--expires-at UNIX]
 
         Creates channel ID (POST /v1/channels) and prints it.
 
@@ -49,6 +50,8 @@ extension ChannelsCommand {
           --min-interval-ms MS  start updates at least MS apart; a waiting update is replaced by a
                               newer one (default 0)
           --priority10-budget N  priority-10 events per rolling hour, then priority 5 (default 0: no budget)
+          --expires-at UNIX   end the activity (an end with the current state) and close the channel at
+                              that time, unix seconds (default: never; change it with PATCH /v1/channels/ID)
 
         \(AdminOptions.helpText)
 

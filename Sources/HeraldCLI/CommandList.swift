@@ -8,6 +8,7 @@ extension HeraldCLI {
         KeysCommand.self,
         SubsCommand.self,
         PublishCommand.self,
+        EventsCommand.self,
         APNSSimCommand.self,
         DemoCommand.self,
         VersionCommand.self,

@@ -17,6 +17,8 @@ final class HeraldService: Sendable {
     let closeStore: @Sendable () -> Void
     let pools: APNSPools?
     let engine: FanoutEngine
+    /// Scheduled events, channel expiry and the subscription sweep (once per database).
+    let duty: DutyRunner
     let api: HTTPServer
     let metricsServer: HTTPServer?
     let logger: Logger
@@ -56,7 +58,9 @@ final class HeraldService: Sendable {
                 ])
         }
         let transports: PushTransports = pools.map { PoolTransports(pools: $0) } ?? NoAPNSTransports()
-        engine = FanoutEngine(store: store, transports: transports, logger: logger, metrics: metrics)
+        var fanoutConfig = FanoutConfig()
+        fanoutConfig.sweepsSubscriptions = false  // the duty runner sweeps them
+        engine = FanoutEngine(store: store, transports: transports, config: fanoutConfig, logger: logger, metrics: metrics)
         var apiConfig = APIConfig()
         apiConfig.http.host = s.listen.host
         apiConfig.http.port = UInt16(s.listen.port)
@@ -70,6 +74,7 @@ final class HeraldService: Sendable {
         let handler = APIServer(
             config: apiConfig, store: store, engine: engine, channelManagers: { env in pools?.channelManager(env) },
             metrics: metrics, logger: logger)
+        duty = DutyRunner(api: handler, metrics: metrics, logger: logger)
         Self.processMetrics(metrics)
         do {
             api = try HTTPServer(config: apiConfig.http, logger: logger.with(subsystem: "http"), handler: handler)
@@ -94,6 +99,7 @@ final class HeraldService: Sendable {
         }
         engine.start()
         do {
+            try duty.start()
             try api.start()
             try metricsServer?.start()
         } catch {
@@ -115,6 +121,7 @@ final class HeraldService: Sendable {
     func stop() {
         api.stop()
         metricsServer?.stop()
+        duty.stop()
         engine.stop()
         pools?.shutdown()
         closeStore()

@@ -16,6 +16,11 @@ enum PublishCommand: HeraldCommand {
             guard let v = Int64(e), v >= 0 else { throw UsageError("--expiration must be unix seconds (0: no storage), got '\(e)'") }
             expiration = v
         }
+        var sendAt: Int64?
+        if let t = try args.option("--send-at") {
+            guard let v = Int64(t), v > 0 else { throw UsageError("--send-at must be unix seconds, got '\(t)'") }
+            sendAt = v
+        }
         let idempotencyKey = try args.option("--idempotency-key")
         let dryRun = args.flag("--dry-run")
         let wait = args.flag("--wait")
@@ -29,7 +34,7 @@ enum PublishCommand: HeraldCommand {
         case (nil, nil): throw UsageError("give the event with --file F or --json J")
         case (_?, _?): throw UsageError("give either --file or --json, not both")
         }
-        let body = try makeBody(text, priority: priority, expiration: expiration)
+        let body = try makeBody(text, priority: priority, expiration: expiration, sendAt: sendAt)
         let client = try opts.client()
         let started = Monotonic.seconds()
         let path = "/v1/channels/" + AdminClient.segment(channel) + "/events"
@@ -52,9 +57,9 @@ enum PublishCommand: HeraldCommand {
     }
 
     /// The request body from the user's JSON: a full publish body (it has `aps`) or just
-    /// the `aps` dictionary, which is wrapped. `priority`/`expiration` are added (the flags
-    /// win over the JSON). Throws `UsageError` when the text is not a JSON object.
-    static func makeBody(_ text: String, priority: Int64?, expiration: Int64?) throws -> JSON {
+    /// the `aps` dictionary, which is wrapped. `priority`/`expiration`/`send_at` are added
+    /// (the flags win over the JSON). Throws `UsageError` when the text is not a JSON object.
+    static func makeBody(_ text: String, priority: Int64?, expiration: Int64?, sendAt: Int64? = nil) throws -> JSON {
         let parsed: JSON
         do {
             parsed = try JSON.parse(text)
@@ -67,6 +72,7 @@ enum PublishCommand: HeraldCommand {
         if object["aps"] == nil { object = ["aps": .object(object)] }
         if let priority { object["priority"] = .int(priority) }
         if let expiration { object["expiration"] = .int(expiration) }
+        if let sendAt { object["send_at"] = .int(sendAt) }
         return .object(object)
     }
 

@@ -2,9 +2,9 @@ import Foundation
 import HeraldCore
 
 /// `publish --wait`: polls the event every 200 ms with a live progress line until its state
-/// is final, then prints a summary. Exit 0 for done or superseded, 1 for failed.
+/// is final, then prints a summary. Exit 0 for done or superseded, 1 for failed or cancelled.
 enum PublishWait {
-    static let finalStates: Set<String> = ["done", "superseded", "failed"]
+    static let finalStates: Set<String> = ["done", "superseded", "failed", "cancelled"]
     static let pollInterval = 0.2
 
     static func run(
@@ -26,7 +26,7 @@ enum PublishWait {
         line.finish()
         let state = event["state"]?.stringValue ?? ""
         console.print(summary(event, seconds: Monotonic.seconds() - started))
-        return state == "failed" ? ExitCode.failure : ExitCode.ok
+        return state == "failed" || state == "cancelled" ? ExitCode.failure : ExitCode.ok
     }
 
     /// Targets dealt with so far: sent, failed, pruned and skipped are each final for a

@@ -22,6 +22,9 @@ public struct FanoutConfig: Sendable {
     public var pruneGuardMinSample = 100
     /// How often expired subscriptions and old events are swept.
     public var sweepInterval: Double = 60
+    /// Whether the sweep deletes expired subscriptions. `herald serve` turns it off: its duty
+    /// runner sweeps them instead, on the one worker that holds the database's duty lock.
+    public var sweepsSubscriptions = true
     /// Finished events are kept this long (the progress API reads them).
     public var eventRetention: Double = 7 * 24 * 3600
     /// Broadcast on a "most recent" channel: `apns-expiration` when the publisher gave none,

@@ -208,9 +208,10 @@ extension FanoutEngine {
         let store = self.store
         let logger = self.logger
         let metrics = self.metrics
+        let sweepsSubscriptions = config.sweepsSubscriptions
         DispatchQueue.global().async {
             do {
-                let subs = try store.sweepExpiredSubscriptions(limit: 100_000)
+                let subs = sweepsSubscriptions ? try store.sweepExpiredSubscriptions(limit: 100_000) : 0
                 let (activity, pushToStart) = try store.subscriptionTotals()
                 metrics.subscriptions(.activity).set(Double(activity))
                 metrics.subscriptions(.pushToStart).set(Double(pushToStart))

@@ -140,12 +140,17 @@ extension PostgresStore {
         }
     }
 
-    /// The highest sequence number of a channel's finished events (0 if none).
+    /// The highest sequence number of a channel's finished events below its lowest
+    /// unfinished one (0 if none).
     public func lastFinishedSeq(channelNum: Int64) throws -> Int64 {
         try read { c in
             try c.queryValue(
-                "SELECT COALESCE(max(seq), 0) FROM events WHERE channel = $1 AND state = ANY($2::text[])",
-                [.int8(channelNum), EventState.finished.parameter])?.int64Value ?? 0
+                """
+                SELECT COALESCE(max(seq), 0) FROM events WHERE channel = $1 AND state = ANY($2::text[])
+                  AND seq < COALESCE((SELECT min(seq) FROM events WHERE channel = $1 AND state = ANY($3::text[])),
+                                     9223372036854775807)
+                """,
+                [.int8(channelNum), EventState.finished.parameter, EventState.unfinished.parameter])?.int64Value ?? 0
         }
     }
 

@@ -6,11 +6,11 @@ import HeraldStore
 extension PostgresStore {
     static let channelColumns = """
         num, id, bundle_id, mode, environment, storage_policy, apns_channel_id, state, lifecycle, last_seq, last_timestamp,
-        current_event, catch_up, min_interval_ms, p10_budget_per_hour, created_at_ms, closed_at_ms
+        current_event, catch_up, min_interval_ms, p10_budget_per_hour, created_at_ms, closed_at_ms, expires_at
         """
 
     static func channel(_ r: PostgresRow) throws(PostgresError) -> Channel {
-        Channel(
+        var ch = Channel(
             num: try r.int64("num"), id: try r.text("id"), bundleID: try r.text("bundle_id"),
             mode: ChannelMode(rawValue: try r.text("mode")) ?? .fanout,
             environment: APNSEnvironment(rawValue: try r.text("environment")) ?? .production,
@@ -22,6 +22,8 @@ extension PostgresStore {
                 catchUp: try r.bool("catch_up"), minIntervalMillis: try r.int64("min_interval_ms"),
                 priority10BudgetPerHour: try r.int64("p10_budget_per_hour")),
             createdAtMillis: try r.int64("created_at_ms"), closedAtMillis: r["closed_at_ms"]?.int64Value)
+        ch.expiresAt = r["expires_at"]?.int64Value
+        return ch
     }
 
     /// How a transaction locks the channel row it reads: a publish takes `noKeyUpdate` (one
@@ -51,7 +53,7 @@ extension PostgresStore {
     static let eventSelect = """
         SELECT e.id, e.channel, c.id AS channel_id, e.seq, e.kind, e.aps_timestamp, e.payload, e.priority, e.expiration,
                e.state, e.failure_reason, e.superseded_by, e.created_at_ms, e.started_at_ms, e.finished_at_ms,
-               e.broadcast_state, e.broadcast_reason,
+               e.broadcast_state, e.broadcast_reason, e.send_at,
                COALESCE(p.targets, 0) AS targets, COALESCE(p.sent, 0) AS sent, COALESCE(p.failed, 0) AS failed,
                COALESCE(p.pruned, 0) AS pruned, COALESCE(p.retried, 0) AS retried, COALESCE(p.skipped, 0) AS skipped,
                k.pass_start, k.cursor, COALESCE(k.wrapped, false) AS wrapped
@@ -73,7 +75,7 @@ extension PostgresStore {
         counters.pruned = try r.int64("pruned")
         counters.retried = try r.int64("retried")
         counters.skipped = try r.int64("skipped")
-        return EventRecord.stored(
+        var e = EventRecord.stored(
             id: try r.text("id"), channelNum: try r.int64("channel"), channelID: try r.text("channel_id"), seq: try r.int64("seq"),
             kind: LiveActivityEventKind(rawValue: try r.text("kind")) ?? .update, apsTimestamp: try r.int64("aps_timestamp"),
             payload: try r.bytea("payload"), priority: Int(try r.int64("priority")), expiration: r["expiration"]?.int64Value,
@@ -83,6 +85,8 @@ extension PostgresStore {
             counters: counters, passStart: r["pass_start"]?.byteaValue, cursor: r["cursor"]?.byteaValue,
             wrapped: try r.bool("wrapped"), broadcastState: BroadcastState(rawValue: try r.text("broadcast_state")) ?? .failed,
             broadcastReason: r["broadcast_reason"]?.textValue)
+        e.sendAt = r["send_at"]?.int64Value
+        return e
     }
 
     static func loadEvent(_ c: PostgresConnection, id: String) throws(PostgresError) -> EventRecord? {

@@ -52,6 +52,7 @@ enum EventColumn: String, ColumnTable {
     case wrapped = "e.wrapped"
     case broadcastState = "e.broadcast_state"
     case broadcastReason = "e.broadcast_reason"
+    case sendAt = "e.send_at"
 }
 
 /// A channel row.
@@ -70,6 +71,7 @@ enum ChannelColumn: String, ColumnTable {
     case p10Budget = "p10_budget_per_hour"
     case createdAt = "created_at_ms"
     case closedAt = "closed_at_ms"
+    case expiresAt = "expires_at"
 }
 
 extension Array where Element == EventState {

@@ -55,6 +55,8 @@ public struct Channel: Sendable, Equatable {
     public var priority10BudgetPerHour: Int64
     public var createdAtMillis: Int64
     public var closedAtMillis: Int64?
+    /// Unix seconds at which Herald ends and closes the channel (nil: never; `PATCH`).
+    public var expiresAt: Int64? = nil
 }
 
 /// Per-channel delivery settings (design, delivery 9; issue #3's priority budget).
@@ -79,14 +81,17 @@ extension Channel {
     }
 }
 
-/// The event states of the progress API.
+/// The event states of the progress API. `scheduled` (a publish with `send_at`, waiting for
+/// its time) and `cancelled` (cancelled before that) belong to events the fan-out never sees.
 public enum EventState: String, Sendable, CaseIterable, Codable {
-    case queued, sending, done, superseded, failed
+    case queued, sending, done, superseded, failed, scheduled, cancelled
 
-    public var isFinished: Bool { self == .done || self == .superseded || self == .failed }
+    /// No more change: done, superseded, failed or cancelled.
+    public var isFinished: Bool { self == .done || self == .superseded || self == .failed || self == .cancelled }
 
-    /// `queued` and `sending`: the states the scheduler resumes.
-    public static let unfinished = allCases.filter { !$0.isFinished }
+    /// `queued` and `sending`: the states the scheduler resumes (never `scheduled`: those
+    /// are released by the duty runner when due).
+    public static let unfinished: [EventState] = [.queued, .sending]
     public static let finished = allCases.filter(\.isFinished)
 }
 
@@ -113,6 +118,8 @@ public struct EventRecord: Sendable, Equatable {
     public var wrapped: Bool
     public var broadcastState: BroadcastState
     public var broadcastReason: String?
+    /// Unix seconds a scheduled publish goes out at (nil: published live).
+    public var sendAt: Int64? = nil
 }
 
 /// Where a channel is in its activity's life, for the order guard (design delivery 8):

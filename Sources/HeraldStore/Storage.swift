@@ -58,7 +58,9 @@ public protocol EventLog: AnyObject, Sendable {
     func unfinishedEvents() throws -> [EventRecord]
     /// A channel's unfinished events with `afterSeq < seq <= throughSeq`, in `seq` order.
     func unfinishedEvents(channelNum: Int64, afterSeq: Int64, throughSeq: Int64) throws -> [EventRecord]
-    /// The highest `seq` of a channel's finished events (0: none).
+    /// The highest `seq` of a channel's finished events below its lowest unfinished one (0:
+    /// none): every event at or below it is finished (a cancelled scheduled event keeps its
+    /// provisional `seq`, which may be above an event still sending).
     func lastFinishedSeq(channelNum: Int64) throws -> Int64
 
     func markSending(
@@ -104,7 +106,7 @@ public protocol Leases: AnyObject, Sendable {
 public typealias FanoutStorage = Registry & EventLog & Leases
 
 /// Everything the API needs.
-public protocol HeraldStorage: Registry, EventLog, AccessKeys, Leases, APNSChannelLosses {
+public protocol HeraldStorage: Registry, EventLog, AccessKeys, Leases, Schedules, APNSChannelLosses {
     /// The storage answers and its schema is current (`/readyz`).
     func isReady() -> Bool
 }

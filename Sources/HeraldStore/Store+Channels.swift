@@ -7,7 +7,7 @@ extension Store {
 
     static func channel(from s: Statement) -> Channel {
         typealias C = ChannelColumn
-        return Channel(
+        var ch = Channel(
             num: s.int64(C.num), id: s.text(C.id), bundleID: s.text(C.bundleID),
             mode: ChannelMode(rawValue: s.text(C.mode)) ?? .fanout,
             environment: APNSEnvironment(rawValue: s.text(C.environment)) ?? .production,
@@ -17,6 +17,8 @@ extension Store {
             lastTimestamp: s.int64(C.lastTimestamp), currentEvent: s.optionalText(C.currentEvent), catchUp: s.int64(C.catchUp) != 0,
             minIntervalMillis: s.int64(C.minInterval), priority10BudgetPerHour: s.int64(C.p10Budget),
             createdAtMillis: s.int64(C.createdAt), closedAtMillis: s.optionalInt64(C.closedAt))
+        ch.expiresAt = s.optionalInt64(C.expiresAt)
+        return ch
     }
 
     static func loadChannel(_ c: SQLiteConnection, id: String) throws -> Channel? {

@@ -31,7 +31,7 @@ extension Store {
         counters.pruned = s.int64(C.pruned)
         counters.retried = s.int64(C.retried)
         counters.skipped = s.int64(C.skipped)
-        return EventRecord(
+        var r = EventRecord(
             id: s.text(C.id), channelNum: s.int64(C.channelNum), channelID: s.text(C.channelID), seq: s.int64(C.seq),
             kind: LiveActivityEventKind(rawValue: s.text(C.kind)) ?? .update, apsTimestamp: s.int64(C.apsTimestamp),
             payload: s.blob(C.payload), priority: s.int(C.priority), expiration: s.optionalInt64(C.expiration),
@@ -41,6 +41,8 @@ extension Store {
             passStart: s.optionalBlob(C.passStart), cursor: s.optionalBlob(C.cursor), wrapped: s.int64(C.wrapped) != 0,
             broadcastState: BroadcastState(rawValue: s.text(C.broadcastState)) ?? .failed,
             broadcastReason: s.optionalText(C.broadcastReason))
+        r.sendAt = s.optionalInt64(C.sendAt)
+        return r
     }
 
     static func loadEvent(_ c: SQLiteConnection, id: String) throws -> EventRecord? {
@@ -163,10 +165,16 @@ extension Store {
         }
     }
 
-    /// The highest sequence number of a channel's finished events (0 if none).
+    /// The highest sequence number of a channel's finished events below its lowest
+    /// unfinished one (0 if none).
     public func lastFinishedSeq(channelNum: Int64) throws -> Int64 {
         try read { c in
-            let s = try c.cached("SELECT MAX(seq) FROM events WHERE channel = ? AND state IN (\(EventState.finished.sqlList))")
+            let s = try c.cached(
+                """
+                SELECT MAX(seq) FROM events WHERE channel = ?1 AND state IN (\(EventState.finished.sqlList))
+                  AND seq < COALESCE((SELECT MIN(seq) FROM events WHERE channel = ?1 AND state IN (\(EventState.unfinished.sqlList))),
+                                     9223372036854775807)
+                """)
             try s.bind(1, int64: channelNum)
             defer { s.reset() }
             return try s.step() ? s.int64(0) : 0

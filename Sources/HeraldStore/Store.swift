@@ -98,6 +98,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case eventNotFound(String)
     case keyNotFound(String)
     case subscriptionNotFound
+    /// `send_at` in the past or beyond `PublishRule.maxScheduleAheadSeconds` (422).
+    case sendAtOutOfRange(given: Int64, now: Int64, limit: Int64)
+    /// Only a `scheduled` event can be cancelled (409 once it is sending or finished).
+    case notScheduled(id: String, state: EventState)
     /// The write queue is full: try again (503 + Retry-After).
     case overloaded
     /// The database cannot take writes (disk full, read-only, I/O): 503.
@@ -106,9 +110,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var status: Int {
         switch self {
-        case .channelExists, .channelClosed, .staleTimestamp, .activityEnded: 409
+        case .channelExists, .channelClosed, .staleTimestamp, .activityEnded, .notScheduled: 409
         case .channelNotFound, .eventNotFound, .keyNotFound, .subscriptionNotFound: 404
-        case .futureTimestamp: 422
+        case .futureTimestamp, .sendAtOutOfRange: 422
         case .payloadTooLarge: 413
         case .overloaded, .unavailable, .schema: 503
         }
@@ -120,7 +124,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .channelNotFound, .eventNotFound, .keyNotFound, .subscriptionNotFound: "not_found"
         case .channelClosed: "channel_closed"
         case .staleTimestamp: "stale_timestamp"
-        case .futureTimestamp: "invalid_field"
+        case .futureTimestamp, .sendAtOutOfRange: "invalid_field"
+        case .notScheduled: "not_scheduled"
         case .activityEnded: "activity_ended"
         case .payloadTooLarge: "payload_too_large"
         case .overloaded: "overloaded"
@@ -144,6 +149,12 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .eventNotFound(let id): "no event '\(id)' on this channel"
         case .keyNotFound(let id): "no key '\(id)'"
         case .subscriptionNotFound: "no such subscription"
+        case .sendAtOutOfRange(let given, let now, let limit):
+            given <= now
+                ? "'send_at' \(given) is not in the future (the server's clock says \(now))"
+                : "'send_at' \(given) is more than \(limit) s (7 days) ahead of the server's clock (\(now))"
+        case .notScheduled(let id, let state):
+            "event '\(id)' is \(state.rawValue): only a scheduled event can be cancelled"
         case .overloaded: "the server is busy writing; try again shortly"
         case .unavailable(let why): "the database cannot take writes now (\(why))"
         case .schema(let m): m

@@ -61,14 +61,14 @@ import Testing
         let fx = try Live.api()
         let cases: [(String, String, String)] = [
             ("PATCH", "/v1/channels", "GET, POST"),
-            ("PUT", "/v1/channels/x", "GET, DELETE"),
+            ("PUT", "/v1/channels/x", "GET, PATCH, DELETE"),
             ("GET", "/v1/keys/key_x", "DELETE"),
             ("POST", "/healthz", "GET, HEAD"),
             ("DELETE", "/metrics", "GET, HEAD"),
             ("GET", "/v1/channels/x/subscriptions/\(freshToken())", "PUT, DELETE"),
             ("GET", "/v1/channels/x/subscriptions:batch", "POST"),
-            ("GET", "/v1/channels/x/events", "POST"),
-            ("DELETE", "/v1/channels/x/events/evt_1", "GET"),
+            ("PUT", "/v1/channels/x/events", "GET, POST"),
+            ("POST", "/v1/channels/x/events/evt_1", "GET, DELETE"),
         ]
         for (method, path, allow) in cases {
             let r = try fx.client.send(method, path)  // no key: 405 comes before 401
@@ -85,7 +85,7 @@ import Testing
         #expect(try fx.admin("GET", "/v1/channels/\(id)/").json?["id"]?.stringValue == id)
         #expect(try fx.admin("GET", "/v1/channels/\(id.replacingOccurrences(of: ":", with: "%3A"))").json?["id"]?.stringValue == id)
         // An encoded slash stays inside the segment: it is an id, not a separator.
-        let r = try fx.admin("GET", "/v1/channels/a%2Fb/events")
+        let r = try fx.admin("PUT", "/v1/channels/a%2Fb/events")
         #expect(r.status == 405)
         #expect(try fx.admin("GET", "/v1/channels/a%2Fb").errorCode == "not_found")
     }

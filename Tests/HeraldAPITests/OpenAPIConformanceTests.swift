@@ -439,6 +439,49 @@ extension Route {
             Call(method: "POST", path: "/v1/channels:reconcile", key: admin, raw: "{}", contentType: "text/plain", expect: 415),
             Call(method: "POST", path: "/v1/channels:reconcile", key: admin, json: ["apply": 1], expect: 422, code: "invalid_field"),
         ]
+        // Schedules, the listing, cancelling and PATCH (issue 15).
+        let later = nowSeconds() + 3600
+        let scheduledReply = try fx.publish(ch, start(), key: pub)  // a new start: updates may follow
+        try #require(scheduledReply.status == 202)
+        let kickoff = try fx.publish(
+            ch, ["send_at": .int(later), "aps": update(["s": 7])["aps"]!], key: pub)
+        try #require(kickoff.status == 202, "scheduled publish: \(kickoff.status) \(kickoff.text)")
+        let scheduled = try #require(kickoff.json?["event_id"]?.stringValue)
+        calls += [
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events", key: pub, json: ["send_at": .int(later), "aps": update()["aps"]!],
+                expect: 202),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events?dry_run=true", key: pub,
+                json: ["send_at": .int(later), "aps": update()["aps"]!], expect: 200),
+            Call(
+                method: "POST", path: "/v1/channels/\(ch)/events", key: pub,
+                json: ["send_at": .int(nowSeconds() - 5), "aps": update()["aps"]!],
+                expect: 422, code: "invalid_field"),
+            Call(method: "GET", path: "/v1/channels/\(ch)/events?limit=2", key: pub, expect: 200),
+            Call(method: "GET", path: "/v1/channels/\(ch)/events?state=scheduled&before=1000", key: pub, expect: 200),
+            Call(method: "GET", path: "/v1/channels/\(ch)/events?state=lost", key: pub, expect: 400, code: "invalid_field"),
+            Call(method: "GET", path: "/v1/channels/\(ch)/events", expect: 401),
+            Call(method: "GET", path: "/v1/channels/\(ch)/events", key: sub, expect: 403),
+            Call(method: "GET", path: "/v1/channels/\(ghost)/events", key: admin, expect: 404),
+            Call(method: "DELETE", path: "/v1/channels/\(ch)/events/\(scheduled)", key: pub, expect: 200),
+            Call(method: "DELETE", path: "/v1/channels/\(ch)/events/\(scheduled)", key: pub, expect: 409, code: "not_scheduled"),
+            Call(method: "DELETE", path: "/v1/channels/\(ch)/events/\(scheduled)", expect: 401),
+            Call(method: "DELETE", path: "/v1/channels/\(ch)/events/\(scheduled)", key: sub, expect: 403),
+            Call(method: "DELETE", path: "/v1/channels/\(ch)/events/evt_nothing", key: pub, expect: 404),
+            Call(
+                method: "PATCH", path: "/v1/channels/\(ch)", key: admin,
+                json: ["min_interval_ms": 0, "expires_at": .int(later + 86_400), "catch_up": true], expect: 200),
+            Call(method: "PATCH", path: "/v1/channels/\(ch)", key: admin, json: ["expires_at": .null], expect: 200),
+            Call(method: "PATCH", path: "/v1/channels/\(ch)", key: admin, raw: "{", expect: 400),
+            Call(method: "PATCH", path: "/v1/channels/\(ch)", json: [:], expect: 401),
+            Call(method: "PATCH", path: "/v1/channels/\(ch)", key: pub, json: [:], expect: 403),
+            Call(method: "PATCH", path: "/v1/channels/\(ghost)", key: admin, json: [:], expect: 404),
+            Call(method: "PATCH", path: "/v1/channels/\(closed)", key: admin, json: [:], expect: 409, code: "channel_closed"),
+            Call(method: "PATCH", path: "/v1/channels/\(ch)", key: admin, raw: "{}", contentType: "text/plain", expect: 415),
+            Call(method: "PATCH", path: "/v1/channels/\(ch)", key: admin, json: ["colour": "red"], expect: 422, code: "unknown_field"),
+            Call(method: "PATCH", path: "/v1/channels/\(ch)", key: admin, json: ["expires_at": 5], expect: 422, code: "invalid_field"),
+        ]
         try run(fx, calls, routes, ledger)
         // A finished event has every timestamp set: its shape too.
         _ = try fx.waitFinished(ch, event)

@@ -8,6 +8,7 @@ import Testing
         ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "revoke"],
         ["subs"], ["subs", "add"], ["subs", "import"], ["subs", "remove"],
         ["publish"],
+        ["events"], ["events", "list"], ["events", "show"], ["events", "cancel"],
     ]
 
     @Test(arguments: clientVerbs)
@@ -42,6 +43,6 @@ import Testing
 
     @Test func theOverviewListsTheNewVerbs() {
         let r = CLIResult.run(["--help"], env: [:])
-        for verb in ["channels", "keys", "subs", "publish", "apns-sim"] { #expect(r.out.contains("  \(verb) ")) }
+        for verb in ["channels", "keys", "subs", "publish", "events", "apns-sim"] { #expect(r.out.contains("  \(verb) ")) }
     }
 }

@@ -48,17 +48,18 @@ public final class APIFixture: Sendable {
     public static let defaultHTTP = HTTPServerConfig(
         host: "127.0.0.1", port: 0, threads: 4, maxBodyBytes: 16 << 20, shutdownGraceSeconds: 2)
 
-    /// Starts a fan-out fixture, builds the handler with `makeHandler` and serves it.
+    /// Starts a fan-out fixture (its engine configured by `fanout`), builds the handler with
+    /// `makeHandler` and serves it.
     ///
     /// Throws whatever the fan-out fixture, `makeHandler` or `HTTPServer` throw (a
     /// `HTTPServerError` when loopback cannot be bound). Any thread.
     public init(
         http: HTTPServerConfig = APIFixture.defaultHTTP,
         adminToken: String = "hk_admin_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""),
-        connections: Int = 2, storage: StorageFactory? = nil,
+        connections: Int = 2, storage: StorageFactory? = nil, fanout configureFanout: (inout FanoutConfig) -> Void = { _ in },
         makeHandler: (APIParts) throws -> any HTTPHandler
     ) throws {
-        let fanout = try FanoutFixture(connections: connections, storage: storage)
+        let fanout = try FanoutFixture(connections: connections, fanout: configureFanout, storage: storage)
         let manager = fanout.channels
         let parts = APIParts(
             store: fanout.store, storage: fanout.storage, engine: fanout.engine, channelManagers: { _ in manager }, metrics: fanout.metrics,
