@@ -82,7 +82,12 @@ enum OpenAPISpec {
                 import yaml
             except ImportError:
                 sys.exit(3)
-            json.dump(yaml.safe_load(open(sys.argv[1], encoding='utf-8')), sys.stdout)
+            try:
+                doc = yaml.safe_load(open(sys.argv[1], encoding='utf-8'))
+            except yaml.YAMLError as e:
+                print(e, file=sys.stderr)
+                sys.exit(4)
+            json.dump(doc, sys.stdout)
             """
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -100,12 +105,12 @@ enum OpenAPISpec {
         let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         guard p.terminationStatus == 0 else {
-            // Exit 3: PyYAML is missing (skip); any other failure is the file's.
-            let missing = p.terminationStatus == 3
+            // Exit 4: PyYAML refused the file (a failure); anything else (3: PyYAML is
+            // missing) only skips the schema checks.
             return .failure(
                 SpecUnavailable(
                     description: "python3 could not load the spec with PyYAML (Debian: python3-yaml): \(errText.suffix(300))",
-                    specIsInvalid: !missing))
+                    specIsInvalid: p.terminationStatus == 4))
         }
         do {
             return .success(try JSON.parse(data))
