@@ -99,6 +99,7 @@ extension APIServer {
     func closeChannel(_ id: String) throws -> HTTPResponse {
         let (ch, stopped) = try store.closeChannel(id: id)
         engine.notifyClosed(channelID: id)
+        webhooks?.channelClosed(channel: id, why: "deleted")
         if let apnsID = ch.apnsChannelID, let manager = channelManagers(ch.environment) {
             do {
                 try manager.delete(bundleID: ch.bundleID, channelID: apnsID)

@@ -6,6 +6,7 @@ import HeraldFanout
 import HeraldHTTPServer
 import HeraldSender
 import HeraldStore
+import HeraldWebhooks
 
 /// Settings of the HTTP API.
 public struct APIConfig: Sendable {
@@ -46,13 +47,17 @@ public final class APIServer: HTTPHandler {
     let logger: Logger
     let adminTokenHash: [UInt8]?
     let duration: Histogram
+    /// The webhooks (nil: `/v1/webhooks` answers 503).
+    let webhooks: WebhookHub?
 
     /// `channelManagers` gives APNs channel management per environment; nil: broadcast and
     /// hybrid channels cannot be created there.
     public init(
         config: APIConfig, store: any HeraldStorage, engine: FanoutEngine,
-        channelManagers: @escaping @Sendable (APNSEnvironment) -> APNSChannelManager?, metrics: MetricsRegistry, logger: Logger
+        channelManagers: @escaping @Sendable (APNSEnvironment) -> APNSChannelManager?, metrics: MetricsRegistry, logger: Logger,
+        webhooks: WebhookHub? = nil
     ) {
+        self.webhooks = webhooks
         self.config = config
         self.store = store
         self.engine = engine
@@ -145,6 +150,12 @@ public final class APIServer: HTTPHandler {
         case .event(let channel, let id):
             try require(caller, .publisher, on: channel)
             return .json(200, Render.event(try store.event(channelID: channel, eventID: id)))
+        case .webhooks:
+            try requireAdmin(caller)
+            return req.method == "POST" ? try createWebhook(req) : try listWebhooks()
+        case .webhook(let id):
+            try requireAdmin(caller)
+            return try deleteWebhook(id)
         default:
             throw APIError.notFound("no route")
         }

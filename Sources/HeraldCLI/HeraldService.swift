@@ -9,6 +9,7 @@ import HeraldNet
 import HeraldSQL
 import HeraldSender
 import HeraldStore
+import HeraldWebhooks
 
 /// A running Herald: store, pools, scheduler and API, started in dependency order and
 /// stopped in reverse. Used by `herald serve` and `herald demo`.
@@ -17,6 +18,7 @@ final class HeraldService: Sendable {
     let closeStore: @Sendable () -> Void
     let pools: APNSPools?
     let engine: FanoutEngine
+    let webhooks: WebhookHub
     let api: HTTPServer
     let metricsServer: HTTPServer?
     let logger: Logger
@@ -53,6 +55,8 @@ final class HeraldService: Sendable {
         }
         let transports: PushTransports = pools.map { PoolTransports(pools: $0) } ?? NoAPNSTransports()
         engine = FanoutEngine(store: store, transports: transports, logger: logger, metrics: metrics)
+        webhooks = try Self.webhookHub(s, store: store, metrics: metrics, logger: logger)
+        engine.observer.set(webhooks)
         var apiConfig = APIConfig()
         apiConfig.http.host = s.listen.host
         apiConfig.http.port = UInt16(s.listen.port)
@@ -64,7 +68,7 @@ final class HeraldService: Sendable {
         let pools = self.pools
         let handler = APIServer(
             config: apiConfig, store: store, engine: engine, channelManagers: { env in pools?.channelManager(env) },
-            metrics: metrics, logger: logger)
+            metrics: metrics, logger: logger, webhooks: webhooks)
         Self.processMetrics(metrics)
         do {
             api = try HTTPServer(config: apiConfig.http, logger: logger.with(subsystem: "http"), handler: handler)
@@ -88,6 +92,7 @@ final class HeraldService: Sendable {
             throw CommandFailure("cannot listen: \(error)")
         }
         engine.start()
+        webhooks.start()
         do {
             try api.start()
             try metricsServer?.start()
@@ -110,6 +115,7 @@ final class HeraldService: Sendable {
         api.stop()
         metricsServer?.stop()
         engine.stop()
+        webhooks.stop()
         pools?.shutdown()
         closeStore()
         logger.info("herald.stopped")
@@ -161,6 +167,23 @@ final class HeraldService: Sendable {
             throw CommandFailure("the APNs key \(file) cannot sign: \(error)")
         }
         return jwt
+    }
+
+    /// The webhooks: the sealing key from its file (made there, 0600, when missing).
+    static func webhookHub(_ s: ServeSettings, store: any HeraldStorage, metrics: MetricsRegistry, logger: Logger) throws -> WebhookHub {
+        let box: SecretBox
+        do {
+            let (b, created) = try SecretBox.loadOrCreateKeyFile(s.webhookKeyFile)
+            box = b
+            if created { logger.info("herald.webhook_key_created", ["file": .string(s.webhookKeyFile)]) }
+        } catch {
+            throw CommandFailure("cannot use the webhook key file \(s.webhookKeyFile): \(error)")
+        }
+        var c = WebhookConfig()
+        c.policy.allowPrivate = s.webhookAllowPrivate
+        c.poster.caFile = s.webhookCAFile
+        c.poster.policy = c.policy
+        return WebhookHub(store: store, box: box, config: c, metrics: metrics, logger: logger)
     }
 
     /// The admin token: given, or read from its file, or made now and written there (0600).

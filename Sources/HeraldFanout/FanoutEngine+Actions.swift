@@ -48,6 +48,7 @@ extension FanoutEngine {
         case .prune(let p):
             do {
                 let n = try store.prune(channelNum: p.channelNum, p.items)
+                if n > 0, let o = observer.get() { o.subscriptionsPruned(p, removed: n) }
                 return scheduler.pruned(p, removed: n)
             } catch {
                 if p.run != nil {
@@ -62,7 +63,10 @@ extension FanoutEngine {
             store.finishEvent(
                 eventID: f.eventID, shards: f.shards, state: f.state, counters: f.counters, reason: f.reason, supersededBy: f.supersededBy
             ) { [weak self] error in
-                guard let error else { return }
+                guard let error else {
+                    self?.observer.get()?.eventFinished(f)
+                    return
+                }
                 self?.post(.finishFailed(f, error: "\(error)"))
             }
             return []
@@ -73,6 +77,7 @@ extension FanoutEngine {
                         eventID: f.eventID, shards: f.shards, state: f.state, counters: f.counters, reason: f.reason,
                         supersededBy: f.supersededBy)) != nil
                 scheduler.finishRetried(f, recorded: ok)
+                if ok { observer.get()?.eventFinished(f) }
             }
             return []
         case .recordBroadcast(let id, let state, let reason):
@@ -103,6 +108,9 @@ extension FanoutEngine {
             return []
         case .sweep(let retention):
             sweep(retentionMillis: retention)
+            return []
+        case .guardTripped(let eventID, let channelID, let share):
+            observer.get()?.pruneGuardTripped(eventID: eventID, channelID: channelID, share: share)
             return []
         }
     }
