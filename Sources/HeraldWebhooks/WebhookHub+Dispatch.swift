@@ -73,7 +73,8 @@ extension WebhookHub {
             answers.removeAll()
             cond.unlock()
             let now = clock.now()
-            if now >= s.nextRefresh || quit { refresh(&s, now: now) }
+            // Before writing reports: a webhook created a moment ago gets them.
+            if now >= s.nextRefresh || quit || !reports.isEmpty { refresh(&s, now: now) }
             if !reports.isEmpty { write(reports, &s, now: now) }
             if quit {
                 if s.holding { try? store.releaseWebhookDispatch(holder: holder) }
@@ -97,7 +98,7 @@ extension WebhookHub {
 
     /// The webhook list (created and deleted on any worker), their secrets, the gauges.
     func refresh(_ s: inout DispatchState, now: Double) {
-        s.nextRefresh = now + max(config.pollInterval, 1)
+        s.nextRefresh = now + max(config.pollInterval, 0.5)
         do {
             let list = try store.webhooks()
             var byID: [String: Webhook] = [:]
