@@ -1,0 +1,69 @@
+import Foundation
+import HeraldCore
+import HeraldCrypto
+import HeraldStore
+import Testing
+
+@testable import HeraldWebhooks
+
+/// The hub over a real SQLite file, posting over real HTTPS to a receiver on 127.0.0.1.
+@Suite struct WebhookHubTests {
+    func counter(_ m: MetricsRegistry, _ name: String, _ labels: String) -> Double {
+        let line = m.render().split(separator: "\n").first { $0.hasPrefix("\(name){\(labels)}") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+    }
+
+    @Test func anHTTPSReceiverIsReachedThroughTheCAFileAndRefusedWithoutIt() throws {
+        let tls = try PythonTLSReceiver()
+        defer { tls.stop() }
+        let dir = NSTemporaryDirectory() + "herald-hub-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for trusted in [true, false] {
+            let store = try Store(path: dir + "/\(trusted).db")
+            defer { store.close() }
+            let metrics = MetricsRegistry()
+            var c = WebhookConfig()
+            c.pollInterval = 0.05
+            c.schedule = WebhookRetrySchedule(first: 0.1, cap: 0.2)
+            if trusted { c.poster.caFile = tls.certFile }
+            let hub = WebhookHub(
+                store: store, box: try SecretBox(key: SecureRandom.bytes(32)), config: c, metrics: metrics, logger: .discard)
+            hub.start()
+            defer { hub.stop() }
+            _ = try hub.create(url: "https://127.0.0.1:\(tls.port)/hook", events: ["channel.closed"], channels: ["*"])
+            hub.channelClosed(channel: "c", why: "deleted")
+            let label = trusted ? #"result="delivered",type="channel.closed""# : #"result="failed",type="channel.closed""#
+            let deadline = Date(timeIntervalSinceNow: 20)
+            while counter(metrics, "herald_webhook_deliveries_total", label) < 1 && Date() < deadline { usleep(20_000) }
+            #expect(counter(metrics, "herald_webhook_deliveries_total", label) >= 1, "trusted: \(trusted)")
+            if trusted {
+                while (try store.webhookOutboxStats().count) > 0 && Date() < deadline { usleep(20_000) }
+                #expect(try store.webhookOutboxStats().count == 0)
+            } else {
+                #expect(counter(metrics, "herald_webhook_deliveries_total", #"result="delivered",type="channel.closed""#) == 0)
+                #expect(try store.webhookOutboxStats().count == 1, "kept for its retries")
+            }
+        }
+    }
+
+    @Test func aFullPendingQueueDropsAndCountsInsteadOfWaiting() throws {
+        let dir = NSTemporaryDirectory() + "herald-hubq-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try Store(path: dir + "/h.db")
+        defer { store.close() }
+        let metrics = MetricsRegistry()
+        var c = WebhookConfig()
+        c.pendingLimit = 1_500
+        // Not started: nothing drains the queue.
+        let hub = WebhookHub(store: store, box: try SecretBox(key: SecureRandom.bytes(32)), config: c, metrics: metrics, logger: .discard)
+        for i in 0..<3 {
+            hub.add(.pruned(channelNum: 1, tokens: (0..<1_000).map { "t\(i)-\($0)" }, reason: "unregistered"))
+        }
+        hub.channelClosed(channel: "c", why: "deleted")
+        #expect(hub.pendingDepth == 1_500)
+        #expect(hub.pending.count == 1, "pruned tokens of one channel and reason merge")
+        #expect(counter(metrics, "herald_webhook_dropped_total", #"reason="queue_full""#) == 1_501)
+    }
+}
