@@ -172,12 +172,13 @@ final class HeraldService: Sendable {
     /// The webhooks: the sealing key from its file (made there, 0600, when missing).
     static func webhookHub(_ s: ServeSettings, store: any HeraldStorage, metrics: MetricsRegistry, logger: Logger) throws -> WebhookHub {
         let box: SecretBox
+        let file = s.webhookKeyFile.isEmpty ? StorageTarget(s.db).defaultWebhookKeyFile : s.webhookKeyFile
         do {
-            let (b, created) = try SecretBox.loadOrCreateKeyFile(s.webhookKeyFile)
+            let (b, created) = try SecretBox.loadOrCreateKeyFile(file)
             box = b
-            if created { logger.info("herald.webhook_key_created", ["file": .string(s.webhookKeyFile)]) }
+            if created { logger.info("herald.webhook_key_created", ["file": .string(file)]) }
         } catch {
-            throw CommandFailure("cannot use the webhook key file \(s.webhookKeyFile): \(error)")
+            throw CommandFailure("cannot use the webhook key file \(file): \(error)")
         }
         var c = WebhookConfig()
         c.policy.allowPrivate = s.webhookAllowPrivate
