@@ -130,7 +130,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "HeraldWebhooksTests",
-            dependencies: ["HeraldWebhooks", "HeraldHTTPServer", "HeraldCrypto", "HeraldStore", "HeraldFanout", "HeraldCore"],
+            dependencies: [
+                "HeraldWebhooks", "HeraldHTTPServer", "HeraldCrypto", "HeraldStore", "HeraldFanout", "HeraldCore", "HeraldTestSupport",
+                "HeraldPostgresStore",
+            ],
             swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),

@@ -242,6 +242,9 @@ extension WebhookHub {
 
     func execute(_ actions: [WebhookOutbox.Action], _ s: inout DispatchState) {
         var removed: [Int64] = []
+        var dropped: [String] = []
+        // Counted once the rows are gone (a reader of the counter then sees the table without them).
+        defer { for reason in dropped { metrics.dropped(reason).inc() } }
         for a in actions {
             switch a {
             case .store: break  // reports are written by `write`, never through `enqueue`
@@ -254,7 +257,7 @@ extension WebhookHub {
             case .delivered(let id): removed.append(Int64(id))
             case .drop(let id, let w, let reason, let tokens):
                 if let id { removed.append(Int64(id)) }
-                metrics.dropped(reason.rawValue).inc()
+                dropped.append(reason.rawValue)
                 logger.warning(
                     "webhooks.delivery_dropped",
                     [
