@@ -33,6 +33,9 @@ enum ServeCommand: HeraldCommand {
             problems.append("no APNs credentials (HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID, HERALD_APNS_TEAM_ID): pushes would fail")
         }
         if let ca = s.apnsCAFile, !FileManager.default.isReadableFile(atPath: ca) { problems.append("cannot read --apns-ca-file \(ca)") }
+        if let ca = s.webhookCAFile, !FileManager.default.isReadableFile(atPath: ca) {
+            problems.append("cannot read --webhook-ca-file \(ca)")
+        }
         do {
             // What serve would allow: its soft limit raised to this hard one.
             _ = try ConnectionBudget.plan(
