@@ -21,3 +21,14 @@ CREATE TABLE webhook_deliveries (
     not_before_ms INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
+
+-- What happened, recorded in the same transaction as the fact (an event's final state,
+-- the subscriptions a prune deleted, a channel's close) while a webhook exists; the
+-- dispatcher turns reports into deliveries and deletes them in one transaction.
+CREATE TABLE webhook_reports (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    type          TEXT NOT NULL,
+    channel       TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL
+) STRICT;

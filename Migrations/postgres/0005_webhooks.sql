@@ -22,6 +22,17 @@ CREATE TABLE webhook_deliveries (
 );
 CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (webhook_id, id);
 
+-- What happened, recorded in the same transaction as the fact (an event's final state,
+-- the subscriptions a prune deleted, a channel's close) while a webhook exists; the
+-- dispatching worker turns reports into deliveries and deletes them in one transaction.
+CREATE TABLE webhook_reports (
+    id            bigserial PRIMARY KEY,
+    type          text NOT NULL,
+    channel       text NOT NULL,
+    payload       text NOT NULL,
+    created_at_ms bigint NOT NULL
+);
+
 -- One dispatcher at a time over all webhooks (any worker may hold it), by the
 -- database's clock.
 CREATE TABLE webhook_dispatch (

@@ -99,3 +99,44 @@ public protocol WebhookStorage: AnyObject, Sendable {
     /// Gives the right back (shutdown).
     func releaseWebhookDispatch(holder: String) throws
 }
+
+/// A fact a webhook may report, recorded with the fact itself (`webhook_reports`).
+public struct WebhookReport: Sendable, Equatable {
+    public let id: Int64
+    /// The event type (`event.finished`, ...).
+    public let type: String
+    public let channel: String
+    /// `event.finished`: `{"event_id"}`; `subscription.pruned`: `{"tokens":[hex],"reason"}`;
+    /// others: the event's fields.
+    public let payload: String
+    public let createdAtMillis: Int64
+
+    public init(id: Int64, type: String, channel: String, payload: String, createdAtMillis: Int64) {
+        self.id = id
+        self.type = type
+        self.channel = channel
+        self.payload = payload
+        self.createdAtMillis = createdAtMillis
+    }
+}
+
+/// Facts recorded in the transaction that makes them, so a crash loses no webhook report
+/// (design, "Webhooks"). Each records only while some webhook wants that event type.
+public protocol WebhookReporting: AnyObject, Sendable {
+    /// `Registry.prune`, recording the tokens it deleted as a `subscription.pruned` report
+    /// with `reason` in the same transaction. Returns how many it deleted.
+    func pruneReporting(channelNum: Int64, _ items: [(kind: SubscriptionKind, token: [UInt8], beforeMillis: Int64)], reason: String)
+        throws -> Int
+    /// The queued `EventLog.finishEvent`, recording an `event.finished` report in the same
+    /// transaction.
+    func finishEventReporting(
+        eventID: String, shards: ShardSet, state: EventState, counters: EventCounters, reason: String?, supersededBy: String?,
+        completion: @escaping @Sendable (Error?) -> Void)
+    /// Records a report in a transaction of its own (a close just committed, a guard trip).
+    func recordWebhookReport(type: String, channel: String, payload: String) throws
+    /// Reports waiting to be turned into deliveries.
+    func webhookReportCount() throws -> Int
+    /// In one transaction: reads up to `limit` reports by id, inserts the deliveries
+    /// `convert` makes of them, deletes the reports. Returns how many reports it took.
+    func convertWebhookReports(limit: Int, _ convert: @escaping @Sendable ([WebhookReport]) -> [NewWebhookDelivery]) throws -> Int
+}

@@ -7,9 +7,10 @@ public struct WebhookConfig: Sendable {
     public var poster = WebhookPosterConfig()
     /// Backoff with jitter, given up 24 h after a delivery was created.
     public var schedule = WebhookRetrySchedule()
-    /// Events and pruned tokens waiting in memory for their outbox write, at most; past it
-    /// new ones are dropped and counted (`herald_webhook_dropped_total{reason="queue_full"}`),
-    /// never waited for: the fan-out does not slow down.
+    /// Reports waiting in memory for their outbox write (guard trips, and facts the storage
+    /// could not record itself), pruned tokens counted one each, at most; past it new ones are
+    /// dropped and counted (`herald_webhook_dropped_total{reason="queue_full"}`), never
+    /// waited for: the fan-out does not slow down.
     public var pendingLimit = 200_000
     /// Deliveries the outbox table holds at most; past it new ones are dropped and counted
     /// (`reason="outbox_full"`).

@@ -84,6 +84,7 @@ extension WebhookHub {
             var actions: [WebhookOutbox.Action] = []
             for a in answered { actions += answer(a, &s, now: now) }
             if s.holding {
+                convertReports(&s, now: now)
                 adoptNewRows(&s)
                 actions += s.outbox.tick(now: now)
             }
@@ -190,6 +191,88 @@ extension WebhookHub {
             pendingWeight += reports.reduce(0) { $0 + $1.weight }
             cond.unlock()
         }
+    }
+
+    /// Turns the reports the storage recorded into deliveries (the holder of the dispatch
+    /// right only, so one converter writes the outbox's order).
+    func convertReports(_ s: inout DispatchState, now: Double) {
+        guard let waiting = try? store.webhookReportCount(), waiting > 0 else { return }
+        // The list as of now: a webhook created a moment before the fact gets it.
+        refresh(&s, now: now)
+        let hooks = s.webhooks.values.sorted { $0.id < $1.id }
+        let capacity = config.outboxCapacity
+        while true {
+            let depth = (try? store.webhookOutboxStats().count) ?? 0
+            do {
+                let n = try store.convertWebhookReports(limit: 500) { [self] reports in
+                    deliveries(for: reports, webhooks: hooks, room: max(0, capacity - depth), nowMillis: Int64(now * 1000))
+                }
+                if n < 500 { return }
+            } catch {
+                logger.warning("webhooks.report_conversion_failed", ["error": .string("\(error)")])
+                return
+            }
+        }
+    }
+
+    /// The deliveries `reports` make for `webhooks`: adjacent pruned reports of one channel
+    /// and reason merged, then split in deliveries of at most 1,000 tokens; an
+    /// `event.finished` only for an event final over all its shards, once per batch.
+    /// Past `room`, deliveries are dropped and counted. Called inside the conversion's
+    /// transaction (on SQLite's writer thread): reads only through other connections.
+    func deliveries(for reports: [WebhookReport], webhooks: [Webhook], room: Int, nowMillis: Int64) -> [NewWebhookDelivery] {
+        var events: [WebhookEvent] = []
+        var finished = Set<String>()
+        var pruned: (channel: String, reason: String, tokens: [String])?
+        func flushPruned() {
+            guard let p = pruned else { return }
+            for i in stride(from: 0, to: p.tokens.count, by: WebhookEvent.maxTokensPerDelivery) {
+                let chunk = Array(p.tokens[i..<min(p.tokens.count, i + WebhookEvent.maxTokensPerDelivery)])
+                events.append(.subscriptionPruned(channel: p.channel, tokens: chunk, reason: p.reason))
+            }
+            pruned = nil
+        }
+        for r in reports {
+            if r.type == WebhookEvent.Kind.subscriptionPruned.rawValue, let j = try? JSON.parse(Array(r.payload.utf8)) {
+                let tokens = j["tokens"]?.arrayValue?.compactMap(\.stringValue) ?? []
+                let reason = j["reason"]?.stringValue ?? "unregistered"
+                if let p = pruned, p.channel == r.channel, p.reason == reason {
+                    pruned?.tokens += tokens
+                } else {
+                    flushPruned()
+                    pruned = (r.channel, reason, tokens)
+                }
+                continue
+            }
+            flushPruned()
+            if r.type == WebhookEvent.Kind.eventFinished.rawValue {
+                guard let id = (try? JSON.parse(Array(r.payload.utf8)))?["event_id"]?.stringValue, finished.insert(id).inserted,
+                    let e = try? store.event(id: id), e.state.isFinished
+                else { continue }
+                let c = e.counters
+                events.append(
+                    .eventFinished(
+                        channel: e.channelID, eventID: e.id, seq: e.seq, state: e.state.rawValue, targets: c.targets, sent: c.sent,
+                        failed: c.failed, pruned: c.pruned))
+            } else if let e = WebhookEvent(type: r.type, storedPayload: r.payload) {
+                events.append(e)
+            }
+        }
+        flushPruned()
+        var rows: [NewWebhookDelivery] = []
+        for event in events {
+            for w in webhooks where w.wants(type: event.kind.rawValue, channel: event.channel) {
+                guard rows.count < room else {
+                    metrics.deliveries(event.kind.rawValue, "dropped").inc()
+                    metrics.dropped("outbox_full").inc()
+                    continue
+                }
+                rows.append(
+                    NewWebhookDelivery(webhookID: w.id, type: event.kind.rawValue, payload: event.storedPayload, createdAtMillis: nowMillis)
+                )
+            }
+        }
+        return rows
     }
 
     /// The events a report stands for (an `event.finished` only once the event is final

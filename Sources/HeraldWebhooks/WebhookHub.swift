@@ -9,9 +9,12 @@ import HeraldStore
 /// dispatcher thread that writes those reports to the durable outbox and posts the
 /// deliveries (`WebhookHub+Dispatch.swift`).
 ///
-/// Reports only append to a bounded in-memory queue (`WebhookConfig.pendingLimit`),
-/// merging pruned tokens of one channel, and return: nothing here blocks the fan-out or
-/// an API worker. The dispatcher writes them to the outbox table on its own thread.
+/// Finished events and pruned tokens are recorded by the storage in the fan-out's own
+/// transactions (`WebhookReporting`), closes right after theirs; the dispatcher turns
+/// those reports into deliveries. What cannot be recorded so (a guard trip, a retried
+/// finish, a failed write) only appends to a bounded in-memory queue
+/// (`WebhookConfig.pendingLimit`), merging pruned tokens of one channel, and returns:
+/// nothing here blocks the fan-out.
 public final class WebhookHub: FanoutObserver, @unchecked Sendable {
     // @unchecked: `pending`, `pendingWeight`, `answers`, `stopping` are guarded by `cond`;
     // `jobs` by `jobCond`; the dispatcher's state is confined to its thread.
@@ -110,12 +113,29 @@ public final class WebhookHub: FanoutObserver, @unchecked Sendable {
 
     // MARK: - reports
 
-    /// A channel closed (`why`: `deleted` by `DELETE`, `expired`). Any thread; never blocks.
-    public func channelClosed(channel: String, why: String) { add(.closed(channel: channel, why: why)) }
+    /// A channel closed (`why`: `deleted` by `DELETE`, `expired`): recorded in the database
+    /// before this returns (a write of its own, right after the close's), or, when that
+    /// write fails, kept in memory for the dispatcher. Threads that may block (API workers).
+    public func channelClosed(channel: String, why: String) {
+        let event = WebhookEvent.channelClosed(channel: channel, why: why)
+        do {
+            try store.recordWebhookReport(type: event.kind.rawValue, channel: channel, payload: event.storedPayload)
+            wake()
+        } catch {
+            logger.warning("webhooks.report_failed", ["type": .string(event.kind.rawValue), "error": .string("\(error)")])
+            add(.closed(channel: channel, why: why))
+        }
+    }
 
-    public func eventFinished(_ record: FinishRecord) { add(.finished(record)) }
+    /// Recorded by the storage with the finish: the dispatcher is woken; else kept in memory.
+    public func eventFinished(_ record: FinishRecord, recorded: Bool) {
+        recorded ? wake() : add(.finished(record))
+    }
 
-    public func subscriptionsPruned(_ request: PruneRequest, removed: Int) {
+    /// Recorded by the storage with the prune (the tokens it deleted): the dispatcher is
+    /// woken; else the request's tokens are kept in memory.
+    public func subscriptionsPruned(_ request: PruneRequest, removed: Int, recorded: Bool) {
+        if recorded { return wake() }
         add(.pruned(channelNum: request.channelNum, tokens: request.items.map { Hex.encode($0.token) }, reason: request.reason.rawValue))
     }
 

@@ -66,3 +66,68 @@ import Testing
         #expect(try f.storage.claimWebhookDispatch(holder: "a", millis: 60_000), "b's lease expired by the database's clock")
     }
 }
+
+/// Reports recorded in the transaction of their fact, and turned into deliveries.
+@Suite struct WebhookReportContractTests {
+    @Test(arguments: Backend.allCases) func aPruneReportsExactlyTheTokensItDeletedWhileAWebhookWantsThem(_ b: Backend) throws {
+        let f = try Fixture(b)
+        let s = f.storage
+        let ch = try f.channel("m")
+        let tokens = (0..<3).map { i in [UInt8](repeating: UInt8(i + 1), count: 32) }
+        _ = try s.batch(channelID: "m", subscribe: tokens.map { SubscriptionInput(token: $0) }, unsubscribe: [])
+        let then = f.clock.nowMillis() + 1
+        f.clock.advance(by: 5)
+        let items = tokens.map { (kind: SubscriptionKind.activity, token: $0, beforeMillis: then) }
+        // No webhook: nothing is recorded.
+        #expect(try s.pruneReporting(channelNum: ch.num, [items[0]], reason: "unregistered") == 1)
+        #expect(try s.webhookReportCount() == 0)
+        _ = try s.createWebhook(url: "https://a.example/h", events: ["subscription.pruned"], channels: ["*"], sealedSecret: [1])
+        _ = try s.register(channelID: "m", token: tokens[2], kind: .activity, replaces: nil, expiresAt: nil)  // again, after APNs' time
+        #expect(try s.pruneReporting(channelNum: ch.num, Array(items[1...]), reason: "bad_device_token") == 1)
+        #expect(try s.webhookReportCount() == 1)
+        let seen = Locked<[WebhookReport]>([])
+        let n = try s.convertWebhookReports(limit: 10) { r in
+            seen.set(r)
+            return []
+        }
+        #expect(n == 1)
+        let r = try #require(seen.get().first)
+        #expect(r.type == "subscription.pruned" && r.channel == "m")
+        let payload = try JSON.parse(Array(r.payload.utf8))
+        #expect(payload["tokens"] == .array([.string(Hex.encode(tokens[1]))]), "not the token registered again")
+        #expect(payload["reason"] == "bad_device_token")
+        #expect(try s.webhookReportCount() == 0, "converted reports are gone")
+    }
+
+    @Test(arguments: Backend.allCases) func aFinishAndACloseAreRecordedAndConvertedWithTheirDeliveries(_ b: Backend) throws {
+        let f = try Fixture(b)
+        let s = f.storage
+        let ch = try f.channel("m")
+        let w = try s.createWebhook(
+            url: "https://a.example/h", events: ["event.finished", "channel.closed"], channels: ["m"], sealedSecret: [1])
+        let e = try f.publish().event
+        let lease = try #require(try s.acquireLease(channelNum: ch.num))
+        try waitFor { done in
+            s.finishEventReporting(
+                eventID: e.id, shards: lease.shards, state: .done, counters: EventCounters(), reason: nil, supersededBy: nil,
+                completion: done)
+        }
+        // A second finish of a finished event records nothing more.
+        f.clock.advance(by: 1)
+        try waitFor { done in
+            s.finishEventReporting(
+                eventID: e.id, shards: lease.shards, state: .failed, counters: EventCounters(), reason: "x", supersededBy: nil,
+                completion: done)
+        }
+        try s.recordWebhookReport(type: "channel.closed", channel: "m", payload: #"{"channel":"m","why":"deleted"}"#)
+        #expect(try s.webhookReportCount() == 2)
+        let n = try s.convertWebhookReports(limit: 10) { reports in
+            reports.map { NewWebhookDelivery(webhookID: w.id, type: $0.type, payload: $0.payload, createdAtMillis: $0.createdAtMillis) }
+        }
+        #expect(n == 2)
+        let rows = try s.webhookDeliveries(afterID: 0, limit: 10)
+        #expect(rows.map(\.type) == ["event.finished", "channel.closed"])
+        #expect(try JSON.parse(Array(rows[0].payload.utf8))["event_id"]?.stringValue == e.id)
+        #expect(try s.webhookReportCount() == 0)
+    }
+}

@@ -61,7 +61,7 @@ import Testing
         for i in 0..<3 {
             hub.add(.pruned(channelNum: 1, tokens: (0..<1_000).map { "t\(i)-\($0)" }, reason: "unregistered"))
         }
-        hub.channelClosed(channel: "c", why: "deleted")
+        hub.add(.guardTripped(channel: "c", eventID: "evt_x", share: 1))
         #expect(hub.pendingDepth == 1_500)
         #expect(hub.pending.count == 1, "pruned tokens of one channel and reason merge")
         #expect(counter(metrics, "herald_webhook_dropped_total", #"reason="queue_full""#) == 1_501)
