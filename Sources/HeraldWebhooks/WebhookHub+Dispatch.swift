@@ -123,6 +123,7 @@ extension WebhookHub {
             let stats = try store.webhookOutboxStats()
             metrics.depth.set(Double(stats.count))
             metrics.oldestAge.set(stats.oldestCreatedAtMillis.map { max(0, now - Double($0) / 1000) } ?? 0)
+            metrics.reports.set(Double(try store.webhookReportCount()))
         } catch {
             logger.warning("webhooks.refresh_failed", ["error": .string("\(error)")])
         }

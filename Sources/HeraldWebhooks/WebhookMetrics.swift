@@ -7,12 +7,15 @@ struct WebhookMetrics: Sendable {
     let depth: Gauge
     /// Age of the oldest waiting delivery, 0 when none waits.
     let oldestAge: Gauge
+    /// Reports recorded with their facts, not yet turned into deliveries.
+    let reports: Gauge
 
     init(_ r: MetricsRegistry) {
         registry = r
         depth = r.gauge("herald_webhook_outbox_deliveries", help: "Webhook deliveries waiting in the outbox table.")
         oldestAge = r.gauge(
             "herald_webhook_oldest_undelivered_age_seconds", help: "Age of the oldest webhook delivery not yet delivered.")
+        reports = r.gauge("herald_webhook_reports", help: "Webhook reports recorded, not yet turned into deliveries.")
         for t in WebhookEvent.Kind.allCases {
             for result in ["delivered", "failed", "dropped"] { _ = deliveries(t.rawValue, result) }
         }

@@ -39,6 +39,8 @@ public final class ServeProcess: @unchecked Sendable {
         env["HERALD_APNS_KEY_ID"] = sim.files.keyID
         env["HERALD_APNS_TEAM_ID"] = sim.files.teamID
         env["SWIFT_BACKTRACE"] = "enable=no"
+        // On PostgreSQL the webhook key's default is the working directory: keep it with the test's files.
+        if db.contains("://") { env["HERALD_WEBHOOK_KEY_FILE"] = sim.dir + "/herald.webhook-key" }
         for (k, v) in extraEnv { env[k] = v }
         process.environment = env
         process.standardError = errPipe

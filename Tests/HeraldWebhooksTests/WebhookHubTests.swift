@@ -67,3 +67,43 @@ import Testing
         #expect(counter(metrics, "herald_webhook_dropped_total", #"reason="queue_full""#) == 1_501)
     }
 }
+
+/// How reports become deliveries (no posting).
+@Suite struct WebhookReportConversionTests {
+    @Test func adjacentPrunedReportsMergeAndSplitAtAThousandAndARoomLimitDrops() throws {
+        let dir = NSTemporaryDirectory() + "herald-conv-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try Store(path: dir + "/h.db")
+        defer { store.close() }
+        let metrics = MetricsRegistry()
+        let hub = WebhookHub(store: store, box: try SecretBox(key: SecureRandom.bytes(32)), metrics: metrics, logger: .discard)
+        func pruned(_ id: Int64, _ ch: String, _ n: Int, _ reason: String = "unregistered") -> WebhookReport {
+            let tokens = JSON.array((0..<n).map { .string("\(ch)-\(id)-\($0)") })
+            return WebhookReport(
+                id: id, type: "subscription.pruned", channel: ch, payload: JSON.object(["tokens": tokens, "reason": .string(reason)]).text,
+                createdAtMillis: 0)
+        }
+        let closed = WebhookReport(
+            id: 4, type: "channel.closed", channel: "a", payload: #"{"channel":"a","why":"deleted"}"#, createdAtMillis: 0)
+        let all = Webhook(
+            id: "whk_1", url: "u", events: ["subscription.pruned", "channel.closed"], channels: ["*"], createdAtMillis: 0, sealedSecret: [])
+        let onlyB = Webhook(id: "whk_2", url: "u", events: ["subscription.pruned"], channels: ["b"], createdAtMillis: 0, sealedSecret: [])
+        let reports = [
+            pruned(1, "a", 700), pruned(2, "a", 700), pruned(3, "a", 10, "bad_device_token"), closed, pruned(5, "a", 5), pruned(6, "b", 3),
+        ]
+        let rows = hub.deliveries(for: reports, webhooks: [all, onlyB], room: 100, nowMillis: 7)
+        func tokens(_ r: NewWebhookDelivery) -> Int { (try? JSON.parse(Array(r.payload.utf8)))?["tokens"]?.arrayValue?.count ?? 0 }
+        #expect(rows.map(\.webhookID) == ["whk_1", "whk_1", "whk_1", "whk_1", "whk_1", "whk_1", "whk_2"])
+        #expect(
+            rows.map(\.type) == Array(repeating: "subscription.pruned", count: 3) + ["channel.closed"]
+                + Array(repeating: "subscription.pruned", count: 3))
+        #expect(rows.prefix(3).map(tokens) == [1_000, 400, 10], "1,400 of one reason merged, split at 1,000; another reason apart")
+        #expect(tokens(rows[4]) == 5, "not merged across the close")
+        #expect(rows.allSatisfy { $0.createdAtMillis == 7 })
+        let few = hub.deliveries(for: reports, webhooks: [all, onlyB], room: 2, nowMillis: 7)
+        #expect(few.count == 2)
+        let dropped = metrics.render().split(separator: "\n").first { $0.hasPrefix(#"herald_webhook_dropped_total{reason="outbox_full"}"#) }
+        #expect(dropped?.hasSuffix(" 5") == true)
+    }
+}
