@@ -5,6 +5,7 @@ import HeraldHTTPServer
 package enum Route: Equatable {
     case healthz, readyz, metrics
     case channels
+    case reconcile
     case channel(String)
     case keys
     case key(String)
@@ -21,6 +22,7 @@ package enum Route: Equatable {
         case .readyz: "/readyz"
         case .metrics: "/metrics"
         case .channels: "/v1/channels"
+        case .reconcile: "/v1/channels:reconcile"
         case .channel: "/v1/channels/{id}"
         case .keys: "/v1/keys"
         case .key: "/v1/keys/{id}"
@@ -41,7 +43,7 @@ package enum Route: Equatable {
         case .channel: ["GET", "DELETE"]
         case .key, .webhook: ["DELETE"]
         case .subscription: ["PUT", "DELETE"]
-        case .subscriptionsBatch, .events: ["POST"]
+        case .subscriptionsBatch, .events, .reconcile: ["POST"]
         case .event: ["GET"]
         }
     }
@@ -62,6 +64,7 @@ package enum Route: Equatable {
         case 1 where s[0] == "readyz": self = .readyz
         case 1 where s[0] == "metrics": self = .metrics
         case 2 where s[0] == "v1" && s[1] == "channels": self = .channels
+        case 2 where s[0] == "v1" && s[1] == "channels:reconcile": self = .reconcile
         case 2 where s[0] == "v1" && s[1] == "keys": self = .keys
         case 2 where s[0] == "v1" && s[1] == "webhooks": self = .webhooks
         case 3 where s[0] == "v1" && s[1] == "webhooks": self = .webhook(s[2])

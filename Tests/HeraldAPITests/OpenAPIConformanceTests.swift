@@ -11,12 +11,13 @@ extension Route {
     static var everyCase: [Route] {
         let all: [Route] = [
             .healthz, .readyz, .metrics, .channels, .channel("c"), .keys, .key("k"), .subscription(channel: "c", token: "t"),
-            .subscriptionsBatch(channel: "c"), .events(channel: "c"), .event(channel: "c", id: "e"), .webhooks, .webhook("w"),
+            .subscriptionsBatch(channel: "c"), .events(channel: "c"), .event(channel: "c", id: "e"), .reconcile, .webhooks,
+            .webhook("w"),
         ]
         for r in all {
             switch r {
             case .healthz, .readyz, .metrics, .channels, .channel, .keys, .key, .subscription, .subscriptionsBatch, .events, .event,
-                .webhooks, .webhook:
+                .reconcile, .webhooks, .webhook:
                 break
             }
         }
@@ -43,9 +44,17 @@ extension Route {
             .replacingOccurrences(of: "{event_id}", with: event)
     }
 
+    /// The schema checks below skip only when PyYAML is not installed; a file PyYAML refuses
+    /// fails here instead of switching them off.
+    @Test func theSpecIsValidYAML() {
+        if case .failure(let why) = OpenAPISpec.document {
+            #expect(!why.specIsInvalid, "docs/openapi.yaml: \(why)")
+        }
+    }
+
     @Test func theLineReaderFindsEveryOperationWithStatuses() throws {
         let routes = try OpenAPISpec.readRoutes()
-        #expect(routes.count == 13)
+        #expect(routes.count == 14)
         #expect(routes["/v1/channels/{id}/events"]?["POST"]?.isSuperset(of: [200, 202, 401, 403, 404, 409, 413, 415, 422]) == true)
         for (path, ops) in routes {
             #expect(!ops.isEmpty, "\(path) has operations")
@@ -422,6 +431,14 @@ extension Route {
             Call(method: "GET", path: "/v1/channels/\(ch)/events/\(event)", expect: 401),
             Call(method: "GET", path: "/v1/channels/\(ch)/events/\(event)", key: sub, expect: 403),
             Call(method: "GET", path: "/v1/channels/\(ch)/events/evt_nothing", key: pub, expect: 404),
+
+            // Read-only (no `apply`): nothing is deleted under the other tests.
+            Call(method: "POST", path: "/v1/channels:reconcile", key: admin, json: ["apply": false], expect: 200),
+            Call(method: "POST", path: "/v1/channels:reconcile", key: admin, raw: "{", expect: 400, code: "invalid_json"),
+            Call(method: "POST", path: "/v1/channels:reconcile", json: [:], expect: 401),
+            Call(method: "POST", path: "/v1/channels:reconcile", key: pub, json: [:], expect: 403),
+            Call(method: "POST", path: "/v1/channels:reconcile", key: admin, raw: "{}", contentType: "text/plain", expect: 415),
+            Call(method: "POST", path: "/v1/channels:reconcile", key: admin, json: ["apply": 1], expect: 422, code: "invalid_field"),
         ]
         let hook: JSON = ["url": "http://127.0.0.1:9/hook", "events": ["event.finished"], "channels": ["oas-*"]]
         let doomedHook = try #require(try fx.admin("POST", "/v1/webhooks", json: hook).json?["id"]?.stringValue)

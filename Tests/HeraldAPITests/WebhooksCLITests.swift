@@ -48,7 +48,9 @@ import Testing
         let refused = herald(fx, ["webhooks", "create", "http://a.example/h", "--events", "event.finished"])
         #expect(refused.code == 1)
         #expect(refused.err.contains("HTTP 422 invalid_field"))
-        for args in [["webhooks", "--help"], ["webhooks", "create", "--help"], ["webhooks", "list", "--help"], ["webhooks", "delete", "--help"]] {
+        for args in [
+            ["webhooks", "--help"], ["webhooks", "create", "--help"], ["webhooks", "list", "--help"], ["webhooks", "delete", "--help"],
+        ] {
             let h = herald(fx, args)
             #expect(h.code == 0, "\(args)")
             #expect(h.out.contains("Usage: herald webhooks"), "\(args)")
