@@ -52,17 +52,19 @@ let package = Package(
         .target(
             name: "HeraldPostgresStore", dependencies: ["HeraldStore", "HeraldPostgres", "HeraldCrypto", "HeraldCore"],
             swiftSettings: strict),
-        .target(name: "HeraldWebhooks", dependencies: ["CCurl", "HeraldCore", "HeraldCrypto"], swiftSettings: strict),
+        .target(
+            name: "HeraldWebhooks", dependencies: ["CCurl", "HeraldCore", "HeraldCrypto", "HeraldStore", "HeraldFanout"],
+            swiftSettings: strict),
 
         // Faces.
         .target(
-            name: "HeraldAPI", dependencies: ["HeraldHTTPServer", "HeraldStore", "HeraldFanout", "HeraldCrypto"],
+            name: "HeraldAPI", dependencies: ["HeraldHTTPServer", "HeraldStore", "HeraldFanout", "HeraldCrypto", "HeraldWebhooks"],
             swiftSettings: strict),
         .target(
             name: "HeraldCLI",
             dependencies: [
                 "HeraldAPI", "HeraldSimulator", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldHTTPServer",
-                "HeraldPostgresStore",
+                "HeraldPostgresStore", "HeraldWebhooks",
             ],
             swiftSettings: strict),
         .executableTarget(name: "herald", dependencies: ["HeraldCLI"], swiftSettings: strict),
@@ -115,7 +117,7 @@ let package = Package(
             name: "HeraldAPITests",
             dependencies: [
                 "HeraldAPI", "HeraldCLI", "HeraldTestSupport", "HeraldFanout", "HeraldStore", "HeraldSender", "HeraldSimulator",
-                "HeraldHTTPServer", "HeraldPostgresStore",
+                "HeraldHTTPServer", "HeraldPostgresStore", "HeraldWebhooks",
             ], swiftSettings: strict),
         .testTarget(name: "HeraldSQLTests", dependencies: ["HeraldSQL"], swiftSettings: strict),
         .testTarget(
@@ -127,7 +129,12 @@ let package = Package(
             dependencies: ["HeraldStore", "HeraldPostgresStore", "HeraldPostgres", "HeraldAPNS", "HeraldCore", "HeraldTestSupport"],
             swiftSettings: strict),
         .testTarget(
-            name: "HeraldWebhooksTests", dependencies: ["HeraldWebhooks", "HeraldHTTPServer", "HeraldCrypto"], swiftSettings: strict),
+            name: "HeraldWebhooksTests",
+            dependencies: [
+                "HeraldWebhooks", "HeraldHTTPServer", "HeraldCrypto", "HeraldStore", "HeraldFanout", "HeraldCore", "HeraldTestSupport",
+                "HeraldPostgresStore",
+            ],
+            swiftSettings: strict),
         .testTarget(name: "HeraldHTTPServerTests", dependencies: ["HeraldHTTPServer"], swiftSettings: strict),
         .testTarget(name: "HeraldDeployTests", dependencies: ["HeraldCLI", "HeraldTestSupport"], swiftSettings: strict),
         .testTarget(

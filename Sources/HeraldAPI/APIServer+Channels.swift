@@ -114,6 +114,7 @@ extension APIServer {
         let (ch, stopped) = try store.closeChannel(id: id)
         let unscheduled = try store.failScheduled(channelNum: ch.num, reason: "channel_closed")
         engine.notifyClosed(channelID: id)
+        webhooks?.channelClosed(channel: id, why: why.rawValue)
         if let apnsID = ch.apnsChannelID, let manager = channelManagers(ch.environment) {
             do {
                 try manager.delete(bundleID: ch.bundleID, channelID: apnsID)

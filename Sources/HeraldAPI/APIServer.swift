@@ -6,6 +6,7 @@ import HeraldFanout
 import HeraldHTTPServer
 import HeraldSender
 import HeraldStore
+import HeraldWebhooks
 
 /// Settings of the HTTP API.
 public struct APIConfig: Sendable {
@@ -51,13 +52,17 @@ public final class APIServer: HTTPHandler {
     let duration: Histogram
     /// Wakes the duty runner (a schedule or an expiry earlier than it knew of).
     public let dutyBell = DutyBell()
+    /// The webhooks (nil: `/v1/webhooks` answers 503).
+    let webhooks: WebhookHub?
 
     /// `channelManagers` gives APNs channel management per environment; nil: broadcast and
     /// hybrid channels cannot be created there.
     public init(
         config: APIConfig, store: any HeraldStorage, engine: FanoutEngine,
-        channelManagers: @escaping @Sendable (APNSEnvironment) -> APNSChannelManager?, metrics: MetricsRegistry, logger: Logger
+        channelManagers: @escaping @Sendable (APNSEnvironment) -> APNSChannelManager?, metrics: MetricsRegistry, logger: Logger,
+        webhooks: WebhookHub? = nil
     ) {
+        self.webhooks = webhooks
         self.config = config
         self.store = store
         self.engine = engine
@@ -158,6 +163,12 @@ public final class APIServer: HTTPHandler {
             try require(caller, .publisher, on: channel)
             if req.method == "DELETE" { return try cancelEvent(channel, id) }
             return .json(200, Render.event(try store.event(channelID: channel, eventID: id)))
+        case .webhooks:
+            try requireAdmin(caller)
+            return req.method == "POST" ? try createWebhook(req) : try listWebhooks()
+        case .webhook(let id):
+            try requireAdmin(caller)
+            return try deleteWebhook(id)
         default:
             throw APIError.notFound("no route")
         }

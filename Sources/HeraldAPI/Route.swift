@@ -13,6 +13,8 @@ package enum Route: Equatable {
     case subscriptionsBatch(channel: String)
     case events(channel: String)
     case event(channel: String, id: String)
+    case webhooks
+    case webhook(String)
 
     package var label: String {
         switch self {
@@ -28,6 +30,8 @@ package enum Route: Equatable {
         case .subscriptionsBatch: "/v1/channels/{id}/subscriptions:batch"
         case .events: "/v1/channels/{id}/events"
         case .event: "/v1/channels/{id}/events/{event_id}"
+        case .webhooks: "/v1/webhooks"
+        case .webhook: "/v1/webhooks/{id}"
         }
     }
 
@@ -35,9 +39,9 @@ package enum Route: Equatable {
     package var methods: [String] {
         switch self {
         case .healthz, .readyz, .metrics: ["GET", "HEAD"]
-        case .channels, .keys: ["GET", "POST"]
+        case .channels, .keys, .webhooks: ["GET", "POST"]
         case .channel: ["GET", "PATCH", "DELETE"]
-        case .key: ["DELETE"]
+        case .key, .webhook: ["DELETE"]
         case .subscription: ["PUT", "DELETE"]
         case .subscriptionsBatch, .reconcile: ["POST"]
         case .events: ["GET", "POST"]
@@ -63,6 +67,8 @@ package enum Route: Equatable {
         case 2 where s[0] == "v1" && s[1] == "channels": self = .channels
         case 2 where s[0] == "v1" && s[1] == "channels:reconcile": self = .reconcile
         case 2 where s[0] == "v1" && s[1] == "keys": self = .keys
+        case 2 where s[0] == "v1" && s[1] == "webhooks": self = .webhooks
+        case 3 where s[0] == "v1" && s[1] == "webhooks": self = .webhook(s[2])
         case 3 where s[0] == "v1" && s[1] == "channels": self = .channel(s[2])
         case 3 where s[0] == "v1" && s[1] == "keys": self = .key(s[2])
         case 4 where s[0] == "v1" && s[1] == "channels" && s[3] == "subscriptions:batch": self = .subscriptionsBatch(channel: s[2])

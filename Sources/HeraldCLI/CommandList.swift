@@ -6,6 +6,7 @@ extension HeraldCLI {
         BackupCommand.self,
         ChannelsCommand.self,
         KeysCommand.self,
+        WebhooksCommand.self,
         SubsCommand.self,
         PublishCommand.self,
         EventsCommand.self,

@@ -9,6 +9,7 @@ import HeraldNet
 import HeraldSQL
 import HeraldSender
 import HeraldStore
+import HeraldWebhooks
 
 /// A running Herald: store, pools, scheduler and API, started in dependency order and
 /// stopped in reverse. Used by `herald serve` and `herald demo`.
@@ -19,6 +20,7 @@ final class HeraldService: Sendable {
     let engine: FanoutEngine
     /// Scheduled events, channel expiry and the subscription sweep (once per database).
     let duty: DutyRunner
+    let webhooks: WebhookHub
     let api: HTTPServer
     let metricsServer: HTTPServer?
     let logger: Logger
@@ -61,6 +63,8 @@ final class HeraldService: Sendable {
         var fanoutConfig = FanoutConfig()
         fanoutConfig.sweepsSubscriptions = false  // the duty runner sweeps them
         engine = FanoutEngine(store: store, transports: transports, config: fanoutConfig, logger: logger, metrics: metrics)
+        webhooks = try Self.webhookHub(s, store: store, metrics: metrics, logger: logger)
+        engine.observer.set(webhooks)
         var apiConfig = APIConfig()
         apiConfig.http.host = s.listen.host
         apiConfig.http.port = UInt16(s.listen.port)
@@ -73,7 +77,7 @@ final class HeraldService: Sendable {
         let pools = self.pools
         let handler = APIServer(
             config: apiConfig, store: store, engine: engine, channelManagers: { env in pools?.channelManager(env) },
-            metrics: metrics, logger: logger)
+            metrics: metrics, logger: logger, webhooks: webhooks)
         duty = DutyRunner(api: handler, metrics: metrics, logger: logger)
         Self.processMetrics(metrics)
         do {
@@ -98,6 +102,7 @@ final class HeraldService: Sendable {
             throw CommandFailure("cannot listen: \(error)")
         }
         engine.start()
+        webhooks.start()
         do {
             try duty.start()
             try api.start()
@@ -123,6 +128,7 @@ final class HeraldService: Sendable {
         metricsServer?.stop()
         duty.stop()
         engine.stop()
+        webhooks.stop()
         pools?.shutdown()
         closeStore()
         logger.info("herald.stopped")
@@ -174,6 +180,24 @@ final class HeraldService: Sendable {
             throw CommandFailure("the APNs key \(file) cannot sign: \(error)")
         }
         return jwt
+    }
+
+    /// The webhooks: the sealing key from its file (made there, 0600, when missing).
+    static func webhookHub(_ s: ServeSettings, store: any HeraldStorage, metrics: MetricsRegistry, logger: Logger) throws -> WebhookHub {
+        let box: SecretBox
+        let file = s.webhookKeyFile.isEmpty ? StorageTarget(s.db).defaultWebhookKeyFile : s.webhookKeyFile
+        do {
+            let (b, created) = try SecretBox.loadOrCreateKeyFile(file)
+            box = b
+            if created { logger.info("herald.webhook_key_created", ["file": .string(file)]) }
+        } catch {
+            throw CommandFailure("cannot use the webhook key file \(file): \(error)")
+        }
+        var c = WebhookConfig()
+        c.policy.allowPrivate = s.webhookAllowPrivate
+        c.poster.caFile = s.webhookCAFile
+        c.poster.policy = c.policy
+        return WebhookHub(store: store, box: box, config: c, metrics: metrics, logger: logger)
     }
 
     /// The admin token: given, or read from its file, or made now and written there (0600).

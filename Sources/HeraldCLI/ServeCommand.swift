@@ -35,6 +35,9 @@ enum ServeCommand: HeraldCommand {
             )
         }
         if let ca = s.apnsCAFile, !FileManager.default.isReadableFile(atPath: ca) { problems.append("cannot read --apns-ca-file \(ca)") }
+        if let ca = s.webhookCAFile, !FileManager.default.isReadableFile(atPath: ca) {
+            problems.append("cannot read --webhook-ca-file \(ca)")
+        }
         do {
             // What serve would allow: its soft limit raised to this hard one.
             _ = try ConnectionBudget.plan(

@@ -71,6 +71,19 @@ struct ServeSettings: Sendable {
             flag: "--http-timeout", env: "HERALD_HTTP_TIMEOUT", defaultValue: "30",
             help: "seconds an idle or stalled API connection is kept"),
         ServeOption(
+            flag: "--webhook-key-file", env: "HERALD_WEBHOOK_KEY_FILE", defaultValue: "<db>.webhook-key",
+            help:
+                "0600 file of the AES-256-GCM key that seals webhook signing secrets at rest; made when missing. On PostgreSQL every worker must be given the same file (default ./herald.webhook-key)"
+        ),
+        ServeOption(
+            flag: "--webhook-ca-file", env: "HERALD_WEBHOOK_CA_FILE", defaultValue: nil,
+            help: "PEM file of roots to trust for https:// webhook receivers; default: the system store"),
+        ServeOption(
+            flag: "--webhook-allow-private", env: "HERALD_WEBHOOK_ALLOW_PRIVATE", defaultValue: "off",
+            help:
+                "a flag (env: 1/true): let webhooks reach private networks (RFC 1918, link-local, fc00::/7, 100.64/10); off: refused (no SSRF)"
+        ),
+        ServeOption(
             flag: "--log-level", env: "HERALD_LOG_LEVEL", defaultValue: "info", help: "debug, info, warning or error (JSON lines on stderr)"
         ),
     ]
@@ -97,6 +110,9 @@ struct ServeSettings: Sendable {
     var httpTimeout = 30
     var logLevel = LogLevel.info
     var checkConfig = false
+    var webhookKeyFile = ""
+    var webhookCAFile: String?
+    var webhookAllowPrivate = false
 
     static func read(_ args: inout Arguments) throws -> ServeSettings {
         var s = ServeSettings()
@@ -135,6 +151,10 @@ struct ServeSettings: Sendable {
         guard let l = LogLevel(name: level) else { throw UsageError("--log-level must be debug, info, warning or error") }
         s.logLevel = l
         s.checkConfig = args.flag("--check-config")
+        s.webhookKeyFile =
+            try args.option("--webhook-key-file", env: "HERALD_WEBHOOK_KEY_FILE") ?? StorageTarget(s.db).defaultWebhookKeyFile
+        s.webhookCAFile = try args.option("--webhook-ca-file", env: "HERALD_WEBHOOK_CA_FILE")
+        s.webhookAllowPrivate = args.flag("--webhook-allow-private", env: "HERALD_WEBHOOK_ALLOW_PRIVATE")
         let keyParts = [s.apnsKeyFile, s.apnsKeyID, s.apnsTeamID].filter { $0 != nil }.count
         if keyParts != 0 && s.apnsTeamsFile != nil {
             // Two sources of keys: which one owns a bundle would be a guess. One or the other.

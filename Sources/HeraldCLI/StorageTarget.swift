@@ -37,6 +37,14 @@ enum StorageTarget: Equatable {
         }
     }
 
+    /// Where the key sealing webhook secrets is kept unless given (as the admin token).
+    var defaultWebhookKeyFile: String {
+        switch self {
+        case .sqlite(let path): path + ".webhook-key"
+        case .postgres: "./herald.webhook-key"
+        }
+    }
+
     /// An opened storage, migrated, and how to close it.
     struct Opened {
         let storage: any HeraldStorage

@@ -62,6 +62,9 @@ public enum FanoutAction: Sendable {
     /// Sweep expired subscriptions and old events, refresh the subscription gauges (in the
     /// background).
     case sweep(retentionMillis: Int64)
+    /// Tell the engine's observer (webhooks) the pruning guard stopped deletions; nothing
+    /// comes back.
+    case guardTripped(eventID: String, channelID: String, share: Double)
 }
 
 /// A run that starts sending.
@@ -132,6 +135,15 @@ public struct PruneRequest: Sendable {
     public var run: RunID?
     public var channelNum: Int64
     public var items: [(kind: SubscriptionKind, token: [UInt8], beforeMillis: Int64)]
+    /// Why APNs called them dead (the webhooks' `subscription.pruned` reason).
+    public var reason: PruneReason = .unregistered
+}
+
+/// Why subscriptions are pruned: 410 with APNs' timestamp, or a token refused as invalid
+/// (`BadDeviceToken`, a 410 without a timestamp).
+public enum PruneReason: String, Sendable, Equatable {
+    case unregistered
+    case badDeviceToken = "bad_device_token"
 }
 
 /// An event's final state.

@@ -47,7 +47,14 @@ extension FanoutEngine {
             return []
         case .prune(let p):
             do {
-                let n = try store.prune(channelNum: p.channelNum, p.items)
+                // With an observer, a storage that can records the webhook report in the prune's
+                // transaction (a crash loses none).
+                let o = observer.get()
+                let reporting = reports
+                let n =
+                    try reporting?.pruneReporting(channelNum: p.channelNum, p.items, reason: p.reason.rawValue)
+                    ?? store.prune(channelNum: p.channelNum, p.items)
+                if n > 0, let o { o.subscriptionsPruned(p, removed: n, recorded: reporting != nil) }
                 return scheduler.pruned(p, removed: n)
             } catch {
                 if p.run != nil {
@@ -59,11 +66,23 @@ extension FanoutEngine {
             // Queued, not waited for (a stream of superseded updates would otherwise cost the
             // thread one commit each, and it would fall behind the publishers). If the
             // database refuses it, it is written again until taken (housekeeping).
-            store.finishEvent(
-                eventID: f.eventID, shards: f.shards, state: f.state, counters: f.counters, reason: f.reason, supersededBy: f.supersededBy
-            ) { [weak self] error in
-                guard let error else { return }
+            let reporting = reports
+            let recorded = reporting != nil
+            let completion: @Sendable (Error?) -> Void = { [weak self] error in
+                guard let error else {
+                    self?.observer.get()?.eventFinished(f, recorded: recorded)
+                    return
+                }
                 self?.post(.finishFailed(f, error: "\(error)"))
+            }
+            if let reporting {
+                reporting.finishEventReporting(
+                    eventID: f.eventID, shards: f.shards, state: f.state, counters: f.counters, reason: f.reason,
+                    supersededBy: f.supersededBy, completion: completion)
+            } else {
+                store.finishEvent(
+                    eventID: f.eventID, shards: f.shards, state: f.state, counters: f.counters, reason: f.reason,
+                    supersededBy: f.supersededBy, completion: completion)
             }
             return []
         case .retryFinishes(let list):
@@ -73,6 +92,7 @@ extension FanoutEngine {
                         eventID: f.eventID, shards: f.shards, state: f.state, counters: f.counters, reason: f.reason,
                         supersededBy: f.supersededBy)) != nil
                 scheduler.finishRetried(f, recorded: ok)
+                if ok { observer.get()?.eventFinished(f, recorded: false) }
             }
             return []
         case .recordBroadcast(let id, let state, let reason):
@@ -103,6 +123,9 @@ extension FanoutEngine {
             return []
         case .sweep(let retention):
             sweep(retentionMillis: retention)
+            return []
+        case .guardTripped(let eventID, let channelID, let share):
+            observer.get()?.pruneGuardTripped(eventID: eventID, channelID: channelID, share: share)
             return []
         }
     }

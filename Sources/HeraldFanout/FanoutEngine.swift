@@ -21,6 +21,9 @@ public final class FanoutEngine: @unchecked Sendable {
     let logger: Logger
     let metrics: FanoutMetrics
     let clock: WallClock
+    /// Who hears of finished events, pruned subscriptions and guard trips (the webhooks);
+    /// set before `start` or at any time, read on the engine and storage threads.
+    public let observer = Locked<(any FanoutObserver)?>(nil)
 
     let cond = NSCondition()
     var inbox: [Message] = []

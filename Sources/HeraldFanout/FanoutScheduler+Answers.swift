@@ -126,12 +126,14 @@ extension FanoutScheduler {
                     "answers": .int(Int64(run.answers)),
                     "hint": "most tokens were refused as invalid: check the channel's environment and bundle id; subscriptions kept",
                 ])
+            let share = run.answers > 0 ? Double(run.deadAnswers) / Double(run.answers) : 1
+            actions.append(.guardTripped(eventID: run.record.id, channelID: ch.channel.id, share: share))
         }
         if run.guardTripped {
             run.counters.failed += Int64(run.heldInvalid.count)
             run.heldInvalid.removeAll()
         } else if run.heldInvalid.count >= 256 || final {
-            actions.append(.prune(PruneRequest(run: id, channelNum: run.channelNum, items: run.heldInvalid)))
+            actions.append(.prune(PruneRequest(run: id, channelNum: run.channelNum, items: run.heldInvalid, reason: .badDeviceToken)))
             run.pendingPrunes += 1
             run.heldInvalid.removeAll()
         }

@@ -154,7 +154,11 @@ extension FanoutScheduler {
         guard channels[num] != nil else { return }
         channels[num]?.catchUpsInFlight -= 1
         if case .outcome(.dropToken(_, let since), _) = result {
-            actions.append(.prune(PruneRequest(run: nil, channelNum: num, items: [(.activity, token, since ?? clock.nowMillis())])))
+            actions.append(
+                .prune(
+                    PruneRequest(
+                        run: nil, channelNum: num, items: [(.activity, token, since ?? clock.nowMillis())],
+                        reason: since == nil ? .badDeviceToken : .unregistered)))
         }
     }
 }

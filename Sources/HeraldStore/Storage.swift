@@ -106,7 +106,9 @@ public protocol Leases: AnyObject, Sendable {
 public typealias FanoutStorage = Registry & EventLog & Leases
 
 /// Everything the API needs.
-public protocol HeraldStorage: Registry, EventLog, AccessKeys, Leases, Schedules, APNSChannelLosses {
+public protocol HeraldStorage:
+    Registry, EventLog, AccessKeys, Leases, Schedules, APNSChannelLosses, WebhookStorage, WebhookReporting
+{
     /// The storage answers and its schema is current (`/readyz`).
     func isReady() -> Bool
 }

@@ -93,7 +93,7 @@ public struct WebhookAddressPolicy: Sendable, Equatable {
     /// `http://` for tests.
     public var allowLoopback: Bool
     /// Private networks (RFC 1918, link-local, unique-local, CGNAT). Default false: only
-    /// with an explicit option (`HERALD_WEBHOOKS_ALLOW_PRIVATE`).
+    /// with an explicit option (`HERALD_WEBHOOK_ALLOW_PRIVATE`).
     public var allowPrivate: Bool
 
     public init(allowLoopback: Bool = true, allowPrivate: Bool = false) {

@@ -70,6 +70,17 @@ public struct WebhookOutbox: Sendable {
         count = restored.count
     }
 
+    /// Takes a delivery another part already persisted (the outbox table's row, with the
+    /// table's id), behind the waiting ones of its webhook. Ids must increase per webhook;
+    /// one already held is ignored. Past `capacity` it is still taken (it is durable), so
+    /// `count` may exceed `capacity` until the outbox drains.
+    public mutating func adopt(_ d: WebhookDelivery) {
+        if let last = queues[d.webhookID]?.last, last.id >= d.id { return }
+        queues[d.webhookID, default: []].append(d)
+        count += 1
+        nextID = max(nextID, d.id + 1)
+    }
+
     /// Deliveries in flight now.
     public var inFlightCount: Int { inFlight.count }
 

@@ -1,9 +1,11 @@
 import Foundation
 import HeraldAPI
 import HeraldCore
+import HeraldCrypto
 import HeraldPostgresStore
 import HeraldSimulator
 import HeraldTestSupport
+import HeraldWebhooks
 import Testing
 
 extension APIFixture {
@@ -13,9 +15,12 @@ extension APIFixture {
         try APIFixture(storage: storage) { p in
             var c = APIConfig()
             c.adminToken = Redacted(p.adminToken)
+            // Webhooks answer on the routes; nothing is dispatched (`WebhookDeliveryTests` start a hub).
+            let hub = WebhookHub(
+                store: p.storage, box: try SecretBox(key: SecureRandom.bytes(32)), metrics: p.metrics, logger: .discard)
             return APIServer(
                 config: c, store: p.storage, engine: p.engine, channelManagers: p.channelManagers, metrics: p.metrics,
-                logger: .discard)
+                logger: .discard, webhooks: hub)
         }
     }
 }

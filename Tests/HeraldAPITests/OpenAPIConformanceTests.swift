@@ -11,12 +11,13 @@ extension Route {
     static var everyCase: [Route] {
         let all: [Route] = [
             .healthz, .readyz, .metrics, .channels, .channel("c"), .keys, .key("k"), .subscription(channel: "c", token: "t"),
-            .subscriptionsBatch(channel: "c"), .events(channel: "c"), .event(channel: "c", id: "e"), .reconcile,
+            .subscriptionsBatch(channel: "c"), .events(channel: "c"), .event(channel: "c", id: "e"), .reconcile, .webhooks,
+            .webhook("w"),
         ]
         for r in all {
             switch r {
             case .healthz, .readyz, .metrics, .channels, .channel, .keys, .key, .subscription, .subscriptionsBatch, .events, .event,
-                .reconcile:
+                .reconcile, .webhooks, .webhook:
                 break
             }
         }
@@ -38,7 +39,7 @@ extension Route {
         -> String
     {
         var p = template
-        if template.hasPrefix("/v1/keys/") { p = p.replacingOccurrences(of: "{id}", with: key) }
+        if template.hasPrefix("/v1/keys/") || template.hasPrefix("/v1/webhooks/") { p = p.replacingOccurrences(of: "{id}", with: key) }
         return p.replacingOccurrences(of: "{id}", with: channel).replacingOccurrences(of: "{token}", with: token)
             .replacingOccurrences(of: "{event_id}", with: event)
     }
@@ -53,7 +54,7 @@ extension Route {
 
     @Test func theLineReaderFindsEveryOperationWithStatuses() throws {
         let routes = try OpenAPISpec.readRoutes()
-        #expect(routes.count == 12)
+        #expect(routes.count == 14)
         #expect(routes["/v1/channels/{id}/events"]?["POST"]?.isSuperset(of: [200, 202, 401, 403, 404, 409, 413, 415, 422]) == true)
         for (path, ops) in routes {
             #expect(!ops.isEmpty, "\(path) has operations")
@@ -481,6 +482,31 @@ extension Route {
             Call(method: "PATCH", path: "/v1/channels/\(ch)", key: admin, raw: "{}", contentType: "text/plain", expect: 415),
             Call(method: "PATCH", path: "/v1/channels/\(ch)", key: admin, json: ["colour": "red"], expect: 422, code: "unknown_field"),
             Call(method: "PATCH", path: "/v1/channels/\(ch)", key: admin, json: ["expires_at": 5], expect: 422, code: "invalid_field"),
+        ]
+        let hook: JSON = ["url": "http://127.0.0.1:9/hook", "events": ["event.finished"], "channels": ["oas-*"]]
+        let doomedHook = try #require(try fx.admin("POST", "/v1/webhooks", json: hook).json?["id"]?.stringValue)
+        calls += [
+            Call(method: "GET", path: "/v1/webhooks", key: admin, expect: 200),
+            Call(method: "GET", path: "/v1/webhooks", expect: 401),
+            Call(method: "GET", path: "/v1/webhooks", key: pub, expect: 403),
+            Call(method: "POST", path: "/v1/webhooks", key: admin, json: hook, expect: 201),
+            Call(method: "POST", path: "/v1/webhooks", key: admin, raw: "{", expect: 400, code: "invalid_json"),
+            Call(method: "POST", path: "/v1/webhooks", json: hook, expect: 401),
+            Call(method: "POST", path: "/v1/webhooks", key: sub, json: hook, expect: 403),
+            Call(method: "POST", path: "/v1/webhooks", key: admin, raw: hook.text, contentType: "text/plain", expect: 415),
+            Call(
+                method: "POST", path: "/v1/webhooks", key: admin, json: ["url": "http://example.com/h", "events": ["event.finished"]],
+                expect: 422, code: "invalid_field"),
+            Call(
+                method: "POST", path: "/v1/webhooks", key: admin, json: ["url": "https://example.com/h", "events": ["event.started"]],
+                expect: 422, code: "invalid_field"),
+            Call(
+                method: "POST", path: "/v1/webhooks", key: admin,
+                json: ["url": "https://example.com/h", "events": ["event.finished"], "secret": "mine"], expect: 422, code: "unknown_field"),
+            Call(method: "DELETE", path: "/v1/webhooks/\(doomedHook)", expect: 401),
+            Call(method: "DELETE", path: "/v1/webhooks/\(doomedHook)", key: pub, expect: 403),
+            Call(method: "DELETE", path: "/v1/webhooks/\(doomedHook)", key: admin, expect: 200),
+            Call(method: "DELETE", path: "/v1/webhooks/\(doomedHook)", key: admin, expect: 404, code: "not_found"),
         ]
         try run(fx, calls, routes, ledger)
         // A finished event has every timestamp set: its shape too.

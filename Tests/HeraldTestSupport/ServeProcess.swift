@@ -42,6 +42,8 @@ public final class ServeProcess: @unchecked Sendable {
         env["HERALD_APNS_KEY_ID"] = sim.files.keyID
         env["HERALD_APNS_TEAM_ID"] = sim.files.teamID
         env["SWIFT_BACKTRACE"] = "enable=no"
+        // On PostgreSQL the webhook key's default is the working directory: keep it with the test's files.
+        if db.contains("://") { env["HERALD_WEBHOOK_KEY_FILE"] = sim.dir + "/herald.webhook-key" }
         for (k, v) in extraEnv { env[k] = v }
         for k in removingEnv { env[k] = nil }
         process.environment = env

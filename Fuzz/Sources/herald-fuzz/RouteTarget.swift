@@ -33,6 +33,8 @@ enum RouteTarget {
         case .keys: return "/v1/keys"
         case .channel(let id): return seg(id).map { "/v1/channels/\($0)" }
         case .key(let id): return seg(id).map { "/v1/keys/\($0)" }
+        case .webhooks: return "/v1/webhooks"
+        case .webhook(let id): return seg(id).map { "/v1/webhooks/\($0)" }
         case .subscriptionsBatch(let c): return seg(c).map { "/v1/channels/\($0)/subscriptions:batch" }
         case .events(let c): return seg(c).map { "/v1/channels/\($0)/events" }
         case .subscription(let c, let t):
