@@ -24,6 +24,8 @@ public final class PostgresStore: Sendable {
     public let workerID: WorkerID
     /// How long a lease holds unless renewed (`HERALD_LEASE_SECONDS`).
     public let leaseDuration: Duration
+    /// How a registration batch writes its rows (`PostgresStore+Ingest.swift`).
+    public let ingestPath: IngestPath
 
     let pool: ConnectionPool
     /// The queued writes, applied in queue order.
@@ -40,7 +42,7 @@ public final class PostgresStore: Sendable {
     /// `.configuration` for an unusable URL.
     public init(
         url: String, clock: WallClock = SystemClock(), connections: Int = 8, leaseDuration: Duration = .seconds(15),
-        statementTimeout: Duration = .seconds(30), migrate: Bool = true
+        statementTimeout: Duration = .seconds(30), migrate: Bool = true, ingestPath: IngestPath = .copyNew
     ) throws {
         let options = PostgresOptions(
             connection: try PostgresConnectionString(url), statementTimeout: statementTimeout, applicationName: "herald")
@@ -48,6 +50,7 @@ public final class PostgresStore: Sendable {
         self.target = options.connection.redacted
         self.workerID = WorkerID.random()
         self.leaseDuration = leaseDuration
+        self.ingestPath = ingestPath
         pool = ConnectionPool(options: options, capacity: connections)
         let target = self.target
         try Self.translating {
