@@ -18,9 +18,9 @@ bench_setup
 machine
 echo "load: $(uptime)"
 PG="$WORK/pg"
+chmod 0755 "$WORK" # as root the cluster runs as postgres, which must reach its directory
 "$ROOT/scripts/pg-cluster" start "$PG" $$ >/dev/null
 trap 'for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; "$ROOT/scripts/pg-cluster" stop "$PG"; rm -rf "$WORK"' EXIT
-chmod 0755 "$WORK"
 ADMIN="hk_admin_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 BODY='{"aps":{"event":"update","content-state":{"home":1,"away":0,"minute":63,"status":"live"}},"priority":5}'
 
