@@ -24,7 +24,8 @@ enum ServeCommand: HeraldCommand {
     }
 
     /// Validates without serving: the key signs, files are readable, the database opens
-    /// and migrates (a copy is not made: migration is what `serve` would do anyway).
+    /// (a SQLite file migrates: a copy is not made, migration is what `serve` would do
+    /// anyway; a PostgreSQL database must already be on this binary's schema).
     static func checkConfig(_ s: ServeSettings, console: Console, logger: Logger) throws -> Int32 {
         var problems: [String] = []
         if s.apnsKeyFile != nil || s.apnsTeamsFile != nil {
@@ -68,9 +69,11 @@ enum MigrateCommand: HeraldCommand {
     static let help = """
         Usage: herald migrate [--db PATH|URL]
 
-        Applies Migrations/*.sql (built into herald) that the database lacks, in order,
-        each in its own transaction; `serve` does the same on start. A database newer than
-        this herald is refused.
+        Applies the migrations (built into herald) that the database lacks, in order, each
+        in its own transaction. On SQLite `serve` does the same on start; on PostgreSQL
+        `serve` does not, and refuses a database without this herald's schema: run
+        `herald migrate` first (once per upgrade; several at once take turns). A database
+        newer than this herald is refused.
 
           --db PATH    the database (env HERALD_DB, default ./herald.db): a SQLite file, or
                        a postgresql:// URL (password in PGPASSWORD or ~/.pgpass)

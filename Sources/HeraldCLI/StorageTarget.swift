@@ -53,8 +53,10 @@ enum StorageTarget: Equatable {
         let sqlite: Store?
     }
 
-    /// Opens and migrates the storage. Throws `CommandFailure` with what went wrong (no
-    /// password in it).
+    /// Opens the storage: a SQLite file is created or migrated; a PostgreSQL database must
+    /// already have exactly this binary's schema (`herald migrate` applies it; see
+    /// docs/postgres.md, "Schema and start-up"). Throws `CommandFailure` with what went
+    /// wrong (no password in it).
     func open(sqliteOptions: DatabaseOptions = DatabaseOptions()) throws -> Opened {
         do {
             switch self {
@@ -62,7 +64,7 @@ enum StorageTarget: Equatable {
                 let s = try Store(path: path, options: sqliteOptions)
                 return Opened(storage: s, close: { s.close() }, sqlite: s)
             case .postgres(let url):
-                let s = try PostgresStore(url: url)
+                let s = try PostgresStore(url: url, migrate: false)
                 return Opened(storage: s, close: { s.close() }, sqlite: nil)
             }
         } catch let e as StoreError {

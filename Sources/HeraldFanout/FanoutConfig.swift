@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldSender
 
 /// Tuning of the fan-out scheduler. Defaults suit one machine and a pool of a few
 /// connections at APNs' ~1000 streams each.
@@ -35,6 +36,12 @@ public struct FanoutConfig: Sendable {
     /// ones are dropped and counted (`herald_catchup_dropped_total`): they get the channel's
     /// next event instead of the current state.
     public var maxPendingCatchUps = 100_000
+
+    /// After a failed scan (the database unreachable, PostgreSQL restarting), the run's next
+    /// scan waits `scanRetry.bound(n)` seconds after the n-th failure in a row (0.05 s
+    /// doubling to 2 s; no jitter: the scheduler decides without randomness), so an
+    /// outage costs a line of log every two seconds, not a spin.
+    public var scanRetry = Backoff(base: 0.05, cap: 2)
 
     public init() {}
 }

@@ -176,6 +176,7 @@ extension FanoutScheduler {
             return
         }
         guard !run.scanDone, run.inFlight.count < config.maxBatchesInFlight else { return }
+        guard run.scanFailures == 0 || clock.now() >= run.scanRetryAt else { return }
         // The duplicate window: never more than this many batches past the last committed
         // checkpoint (unless checkpoints cannot be written at all).
         guard run.checkpointFailing || run.batchesRead - run.batchesCommitted < config.maxBatchesPastCheckpoint else { return }
@@ -193,6 +194,7 @@ extension FanoutScheduler {
     public mutating func batchScanned(_ id: RunID, _ rows: [(token: [UInt8], registeredAtMillis: Int64)]) -> [FanoutAction] {
         guard var run = runs[id] else { return [] }
         run.scanning = false
+        run.scanFailures = 0
         var actions: [FanoutAction] = []
         if rows.count < config.batchSize && (run.scanWrapped || run.passStart.isEmpty) {
             run.scanDone = true
@@ -233,9 +235,14 @@ extension FanoutScheduler {
         ]
     }
 
-    /// The scan failed (logged by the engine): tried again next round.
+    /// The scan failed (logged by the engine): tried again after `config.scanRetry`.
     public mutating func scanFailed(_ id: RunID) -> [FanoutAction] {
-        runs[id]?.scanning = false
+        if var run = runs[id] {
+            run.scanning = false
+            run.scanFailures += 1
+            run.scanRetryAt = clock.now() + config.scanRetry.bound(run.scanFailures)
+            runs[id] = run
+        }
         var actions: [FanoutAction] = []
         releaseOrFinish(id, &actions)
         return actions
@@ -366,6 +373,7 @@ extension FanoutScheduler {
                 return busy
             }
             if !ch.draining.isEmpty { return busy }
+            if let a = ch.active, let run = runs[a], run.scanFailures > 0 { w = min(w, max(0.001, run.scanRetryAt - now)) }
             if let next = ch.pending.first, next.kind == .update, ch.channel.minIntervalMillis > 0, ch.active == nil {
                 let due = ch.lastUpdateStart + Double(ch.channel.minIntervalMillis) / 1000
                 w = min(w, max(0.001, due - now))

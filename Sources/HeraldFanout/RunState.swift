@@ -65,6 +65,9 @@ struct RunState {
     var unsubmitted: BatchState?
     /// A scan is out (its rows come back through `batchScanned`).
     var scanning = false
+    /// Scans failed in a row, and when the next may go (`FanoutConfig.scanRetry`).
+    var scanFailures = 0
+    var scanRetryAt = 0.0
     var outstanding = 0
     var counters: EventCounters
     var broadcastPending: Bool

@@ -63,12 +63,12 @@ extension PostgresStore {
         }
     }
 
-    /// Rows per upsert statement of a batch (one transaction for the whole batch): an API
-    /// batch (10k at most) is one statement, the size docs/postgres.md measured unnest at.
+    /// Rows per chunk of a batch (one transaction for the whole batch).
     static let batchChunk = 10_000
 
-    /// Bulk registration in one transaction: `INSERT … SELECT FROM unnest(…)` in chunks,
-    /// one upsert each (ON CONFLICT refreshes the registration), then the removals.
+    /// Bulk registration in one transaction, in chunks (`ingest`: new tokens by binary
+    /// COPY, registered ones by an upsert that refreshes their registration), then the
+    /// removals.
     public func batch(channelID: String, subscribe: [SubscriptionInput], unsubscribe: [[UInt8]]) throws -> BatchResult {
         let nowMs = clock.nowMillis()
         let activityExp = nowMs / 1000 + Store.activityLifetime
@@ -84,40 +84,17 @@ extension PostgresStore {
             var created = 0
             var joined: [[UInt8]] = []
             var start = 0
+            var path = ingestPath
             while start < rows.count {
-                let chunk = rows[start..<min(start + Self.batchChunk, rows.count)]
+                let chunk = rows[start..<min(start + Self.batchChunk, rows.count)].map { s in
+                    IngestRow(
+                        shard: Int64(Shards.shard(of: s.token)), kind: s.kind.storedCode, token: s.token,
+                        expiresAt: s.kind == .activity ? min(s.expiresAt ?? activityExp, activityExp) : s.expiresAt)
+                }
                 start += chunk.count
-                var shards: [PostgresValue] = []
-                var kinds: [PostgresValue] = []
-                var tokens: [PostgresValue] = []
-                var expiries: [PostgresValue] = []
-                shards.reserveCapacity(chunk.count)
-                kinds.reserveCapacity(chunk.count)
-                tokens.reserveCapacity(chunk.count)
-                expiries.reserveCapacity(chunk.count)
-                for s in chunk {
-                    let exp: Int64? = s.kind == .activity ? min(s.expiresAt ?? activityExp, activityExp) : s.expiresAt
-                    shards.append(.int(Shards.shard(of: s.token)))
-                    kinds.append(.int8(s.kind.storedCode))
-                    tokens.append(.bytea(s.token))
-                    expiries.append(exp.parameter)
-                }
-                for r in try c.query(
-                    """
-                    WITH up AS (
-                        INSERT INTO subscriptions (channel, shard, kind, token, registered_at_ms, expires_at)
-                        SELECT $1, u.shard, u.kind, u.token, $2, u.expires_at
-                        FROM unnest($3::int8[], $4::int8[], $5::bytea[], $6::int8[]) AS u(shard, kind, token, expires_at)
-                        ON CONFLICT (channel, kind, token) DO UPDATE
-                        SET registered_at_ms = EXCLUDED.registered_at_ms, expires_at = EXCLUDED.expires_at
-                        RETURNING kind, token, (xmax = 0) AS created)
-                    SELECT kind, token FROM up WHERE created
-                    """,
-                    [.int8(ch.num), .int8(nowMs), .array(shards), .array(kinds), .array(tokens), .array(expiries)])
-                {
-                    created += 1
-                    if try r.int64("kind") == SubscriptionKind.activity.storedCode { joined.append(try r.bytea("token")) }
-                }
+                let r = try Self.ingest(c, channel: ch.num, nowMs: nowMs, chunk, path: &path)
+                created += r.created
+                joined += r.joined
             }
             var unsubscribed = 0
             if !unsubscribe.isEmpty {

@@ -24,6 +24,8 @@ public final class PostgresStore: Sendable {
     public let workerID: WorkerID
     /// How long a lease holds unless renewed (`HERALD_LEASE_SECONDS`).
     public let leaseDuration: Duration
+    /// How a registration batch writes its rows (`PostgresStore+Ingest.swift`).
+    public let ingestPath: IngestPath
 
     let pool: ConnectionPool
     /// The queued writes, applied in queue order.
@@ -31,13 +33,16 @@ public final class PostgresStore: Sendable {
     /// The leases this store holds: per channel, the attempt of each shard.
     let held = Locked<[Int64: [Int64: Int64]]>([:])
 
-    /// Connects, applies the migrations the database lacks (several workers starting at
-    /// once: one applies, the others wait) and checks the schema. Throws `StoreError.schema`
-    /// for a database newer than this binary, `StoreError.unavailable` when the database
-    /// cannot be reached, `PostgresError` `.configuration` for an unusable URL.
+    /// Connects and, with `migrate` (tests, tools), applies the migrations the database
+    /// lacks (several at once: one applies, the others wait); without it (`herald serve`)
+    /// only checks that the schema is exactly this binary's (`SchemaStatus`). Throws
+    /// `StoreError.schema` for a database newer than this binary (and, without `migrate`,
+    /// for one without the schema or behind it, saying to run `herald migrate`),
+    /// `StoreError.unavailable` when the database cannot be reached, `PostgresError`
+    /// `.configuration` for an unusable URL.
     public init(
         url: String, clock: WallClock = SystemClock(), connections: Int = 8, leaseDuration: Duration = .seconds(15),
-        statementTimeout: Duration = .seconds(30)
+        statementTimeout: Duration = .seconds(30), migrate: Bool = true, ingestPath: IngestPath = .copyNew
     ) throws {
         let options = PostgresOptions(
             connection: try PostgresConnectionString(url), statementTimeout: statementTimeout, applicationName: "herald")
@@ -45,9 +50,19 @@ public final class PostgresStore: Sendable {
         self.target = options.connection.redacted
         self.workerID = WorkerID.random()
         self.leaseDuration = leaseDuration
+        self.ingestPath = ingestPath
         pool = ConnectionPool(options: options, capacity: connections)
+        let target = self.target
         try Self.translating {
-            try pool.with { c in _ = try Self.migrate(c) }
+            try pool.with { c in
+                if migrate {
+                    _ = try Self.migrate(c)
+                } else if let refusal = SchemaStatus(applied: try c.appliedMigrations(), known: Self.migrationVersions).refusal(
+                    target: target)
+                {
+                    throw StoreError.schema(refusal)
+                }
+            }
         }
     }
 

@@ -77,6 +77,7 @@ import Testing
         let files = [
             "Deploy/Dockerfile", "Deploy/compose.yaml", "Deploy/systemd/herald.service", "Deploy/systemd/herald.env",
             "Deploy/kubernetes/configmap.yaml", "Deploy/kubernetes/statefulset.yaml", "docs/operations.md", "docs/api.md",
+            "Deploy/compose-postgres.yaml", "Deploy/kubernetes/workers/configmap.yaml", "Deploy/kubernetes/workers/deployment.yaml",
         ]
         for file in files {
             let unknown = Self.variables(in: try Repo.text(file)).subtracting(known)

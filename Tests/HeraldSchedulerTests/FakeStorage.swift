@@ -31,6 +31,9 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
 
     let clock: WallClock
     let state = Locked(State())
+    /// While true every scan throws (the database unreachable); `scans` counts the calls.
+    let scanOutage = Locked(false)
+    let scans = Locked(0)
 
     init(clock: WallClock) { self.clock = clock }
 
@@ -388,7 +391,9 @@ final class FakeScanner: SubscriptionScan {
     func next(
         channelNum: Int64, kind: SubscriptionKind, shards: ShardSet, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
     ) throws -> [(token: [UInt8], registeredAtMillis: Int64)] {
-        storage.read { s in
+        storage.scans.withLock { $0 += 1 }
+        if storage.scanOutage.withLock({ $0 }) { throw StoreError.unavailable("PostgreSQL unreachable") }
+        return storage.read { s in
             storage.live(s, channelNum, kind, now: now)
                 .filter { row in
                     after.lexicographicallyPrecedes(row.0) && (before.map { b in !b.lexicographicallyPrecedes(row.0) } ?? true)

@@ -268,3 +268,33 @@ import Testing
         #expect(h.broadcast.delivered(path: APNSRequests.broadcastPath(bundleID: "com.example.app")) == [b.payload])
     }
 }
+
+/// A failed scan is retried after a backoff that grows with each failure in a row, and the
+/// run goes on from where it was once a scan succeeds.
+@Suite struct SchedulerScanRetryTests {
+    @Test func aFailingScanBacksOffAndTheRunFinishesOnceItSucceeds() throws {
+        let h = try Harness { $0.batchSize = 10 }
+        try h.channel()
+        try h.subscribe(toks(0..<50))
+        h.storage.scanOutage.withLock { $0 = true }
+        let e = try h.publish()
+        h.turn(20)
+        #expect(h.storage.scans.withLock { $0 } == 1, "rescanned without waiting")
+        // 0.05 s after the first failure, then 0.1, 0.2, 0.4 … capped at 2 s.
+        var attempts: [Int] = []
+        for _ in 0..<80 {
+            h.clock.advance(by: 0.05)
+            h.turn()
+            attempts.append(h.storage.scans.withLock { $0 })
+        }
+        let scans = h.storage.scans.withLock { $0 }
+        // 4 s of outage: 1 + retries at 0.05, 0.15, 0.35, 0.75, 1.55, 3.15 s.
+        #expect(scans == 7, "\(scans) scans in 4 s: \(attempts)")
+        #expect(h.tokens.log.isEmpty)
+        h.storage.scanOutage.withLock { $0 = false }
+        h.clock.advance(by: 2)
+        h.settle()
+        #expect(try h.event(e).state == .done)
+        #expect(h.tokens.log.count == 50)
+    }
+}

@@ -6,7 +6,8 @@ import HeraldStore
 // Registration through the storage protocols (what the API's subscriptions:batch does), on
 // PostgreSQL (PostgresStore) and SQLite (Store): N new random 32-byte tokens in batches of
 // 10,000 (the API's batch limit), the same N again (every one an update), and one fan-out
-// pass reading them back in token order (1,000 a page). Benchmarks/pgstore.sh runs it.
+// pass reading them back in token order (1,000 a page). PostgreSQL twice: the ingest path
+// Herald uses (new tokens by COPY) and the plain upsert. Benchmarks/pgstore.sh runs it.
 //
 //   herald-pgstore-bench POSTGRES_URL [TOKENS]     default 100000
 
@@ -26,13 +27,14 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 }
 
 func run(_ name: String, _ storage: any HeraldStorage) throws {
+    let id = "bench-" + String(name.filter { $0.isLetter || $0 == "-" })
     let ch = try storage.createChannel(
-        id: "bench", bundleID: "com.example.app", mode: .fanout, environment: .sandbox, storagePolicy: .none, apnsChannelID: nil,
+        id: id, bundleID: "com.example.app", mode: .fanout, environment: .sandbox, storagePolicy: .none, apnsChannelID: nil,
         settings: ChannelSettings())
     func ingest() throws {
         for start in stride(from: 0, to: n, by: 10_000) {
             let batch = tokens[start..<min(start + 10_000, n)].map { SubscriptionInput(token: $0) }
-            _ = try storage.batch(channelID: "bench", subscribe: batch, unsubscribe: [])
+            _ = try storage.batch(channelID: id, subscribe: batch, unsubscribe: [])
         }
     }
     let fresh = try seconds(ingest)
@@ -55,9 +57,13 @@ func run(_ name: String, _ storage: any HeraldStorage) throws {
     print("\(name): new \(rate(fresh)); again (updates) \(rate(again)); scan \(rate(pass))")
 }
 
-let pg = try PostgresStore(url: args[1])
-try run("postgresql", pg)
-pg.close()
+// Both ingest paths of PostgresStore, each on its own channel of the same database: new
+// tokens by COPY after a probe (what Herald uses), and the plain upsert it replaced.
+for path in [PostgresStore.IngestPath.copyNew, .upsert] {
+    let pg = try PostgresStore(url: args[1], ingestPath: path)
+    try run("postgresql (\(path.rawValue))", pg)
+    pg.close()
+}
 let dir = NSTemporaryDirectory() + "herald-pgstore-bench-\(getpid())"
 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Issue #14: several `herald serve` workers on one PostgreSQL database.
+#
+# Part 1 (scale-out): 1, 2 and 3 workers on one database, each with ONE APNs connection to
+# a simulator that answers 40 ms late (the regime of production: a worker's connections,
+# not its CPU, bound its rate), N tokens on one channel, one update published on worker 1:
+# aggregate pushes/s from the 202 to the simulator holding all N, and how many pushes each
+# worker sent (its /metrics). Target: 3 workers ≥ 2.6 × one.
+#
+# Part 2 (CPU-bound): one worker, no added latency, two connections, M tokens: the fan-out
+# rate on PostgreSQL and on SQLite, and the worker's peak RSS during the fan-out. Target:
+# PostgreSQL ≥ 0.8 × SQLite.
+#
+#   Benchmarks/scaleout.sh [N] [M]     defaults 300000 1000000
+source "$(dirname "$0")/lib.sh"
+N=${1:-300000}; M=${2:-1000000}
+bench_setup
+machine
+echo "load: $(uptime)"
+PG="$WORK/pg"
+chmod 0755 "$WORK" # as root the cluster runs as postgres, which must reach its directory
+"$ROOT/scripts/pg-cluster" start "$PG" $$ >/dev/null
+trap 'for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; "$ROOT/scripts/pg-cluster" stop "$PG"; rm -rf "$WORK"' EXIT
+ADMIN="hk_admin_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+BODY='{"aps":{"event":"update","content-state":{"home":1,"away":0,"minute":63,"status":"live"}},"priority":5}'
+
+# Starts worker number $2 on database URL $1 with more serve flags; sets W_API[$2], W_PID[$2].
+W_API=(); W_PID=()
+start_worker() { # URL INDEX FLAGS...
+  local url=$1 i=$2 port; shift 2
+  port=$(free_port)
+  HERALD_APNS_HOST="127.0.0.1:$SIM_PORT" HERALD_APNS_CA_FILE="$SIM_DIR/sim-cert.pem" HERALD_APNS_KEY_FILE="$SIM_KEY" \
+  HERALD_APNS_KEY_ID="$SIM_KEY_ID" HERALD_APNS_TEAM_ID="$SIM_TEAM_ID" HERALD_ADMIN_TOKEN="$ADMIN" \
+    "$HERALD" serve --listen "127.0.0.1:$port" --db "$url" --log-level warning "$@" > "$WORK/worker$i.log" 2>&1 &
+  W_PID[$i]=$!
+  PIDS+=($!)
+  W_API[$i]="http://127.0.0.1:$port"
+  for _ in $(seq 1 300); do curl -sf "${W_API[$i]}/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+  curl -sf "${W_API[$i]}/readyz" >/dev/null || { cat "$WORK/worker$i.log" >&2; exit 1; }
+}
+stop_workers() { for p in "${W_PID[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; W_API=(); W_PID=(); }
+call() { curl -sf -X "$1" -H "Authorization: Bearer $ADMIN" -H "Content-Type: application/json" ${4:+--data-binary "$4"} "$2$3"; }
+pushes_of() { curl -sf "$1/metrics" | awk '/^herald_fanout_pushes_total\{/ { n += $2 } END { printf "%d\n", n }'; }
+new_database() { # NAME → URL
+  "$ROOT/scripts/pg-cluster" createdb "$PG" "$1"
+  local url="postgresql://herald@/$1?host=$PG"
+  "$HERALD" migrate --db "$url" >/dev/null
+  echo "$url"
+}
+# Publishes on $1, waits for the simulator to hold $2 pushes; prints seconds.
+fanout_seconds() { # API N
+  local start end
+  sim_reset
+  start=$(now)
+  call POST "$1" /v1/channels/bench/events "$BODY" >/dev/null
+  end=$(wait_accepted "$2")
+  python3 -c "print(f'{$end-$start:.3f}')"
+}
+
+echo "== part 1: scale-out, $N tokens, 1 APNs connection per worker, latency 40 ms"
+start_sim --no-ledger --max-streams 1000 --streams-before-auth 1000 --threads 2 --faults latency-ms=40
+make_tokens "$N" "$WORK/tokens.txt"
+declare -A RATE
+for workers in 1 2 3; do
+  url=$(new_database "scaleout_$workers")
+  for i in $(seq 1 "$workers"); do start_worker "$url" "$i" --apns-connections 1; done
+  call POST "${W_API[1]}" /v1/channels '{"id":"bench","bundle_id":"com.example.app","environment":"sandbox"}' >/dev/null
+  HERALD_ADMIN_TOKEN="$ADMIN" "$HERALD" subs import bench "$WORK/tokens.txt" --server "${W_API[1]}" --batch-size 50000 > "$WORK/import.txt" 2>&1
+  s=$(fanout_seconds "${W_API[1]}" "$N")
+  RATE[$workers]=$(python3 -c "print(f'{$N/$s:.0f}')")
+  per=""
+  for i in $(seq 1 "$workers"); do per+=" worker$i=$(pushes_of "${W_API[$i]}")"; done
+  echo "workers=$workers seconds=$s pushes_per_second=${RATE[$workers]} sent_by:$per load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  stop_workers
+done
+echo "scaleout_2_vs_1=$(ratio "${RATE[2]}" "${RATE[1]}")"
+echo "scaleout_3_vs_1=$(ratio "${RATE[3]}" "${RATE[1]}")"
+kill "${PIDS[0]}" 2>/dev/null || true; wait "${PIDS[0]}" 2>/dev/null || true; PIDS=("${PIDS[@]:1}")
+
+echo "== part 2: one worker, CPU-bound (no added latency, 2 connections), $M tokens"
+start_sim --no-ledger --max-streams 1000 --streams-before-auth 1000 --threads 2
+make_tokens "$M" "$WORK/tokens-m.txt"
+declare -A CPU_RATE
+for backend in postgresql sqlite; do
+  if [ "$backend" = postgresql ]; then url=$(new_database cpu_bound); else url="$WORK/herald.db"; fi
+  start_worker "$url" 1 --apns-connections 2
+  call POST "${W_API[1]}" /v1/channels '{"id":"bench","bundle_id":"com.example.app","environment":"sandbox"}' >/dev/null
+  t0=$(now)
+  HERALD_ADMIN_TOKEN="$ADMIN" "$HERALD" subs import bench "$WORK/tokens-m.txt" --server "${W_API[1]}" --batch-size 50000 > "$WORK/import.txt" 2>&1
+  t1=$(now)
+  echo 5 > "/proc/${W_PID[1]}/clear_refs" 2>/dev/null || true
+  rss0=$(awk '/VmRSS/ { printf "%.1f\n", $2/1024 }' "/proc/${W_PID[1]}/status")
+  s=$(fanout_seconds "${W_API[1]}" "$M")
+  CPU_RATE[$backend]=$(python3 -c "print(f'{$M/$s:.0f}')")
+  echo "backend=$backend import_tokens_per_second=$(python3 -c "print(f'{$M/($t1-$t0):.0f}')") fanout_seconds=$s" \
+    "fanout_per_second=${CPU_RATE[$backend]} rss_at_start_mib=$rss0 peak_rss_mib=$(peak_rss_mib "${W_PID[1]}")" \
+    "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  stop_workers
+done
+echo "postgresql_vs_sqlite_fanout=$(ratio "${CPU_RATE[postgresql]}" "${CPU_RATE[sqlite]}")"
+echo "load_after: $(uptime)"
