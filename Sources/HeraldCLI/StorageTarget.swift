@@ -47,14 +47,14 @@ enum StorageTarget: Equatable {
 
     /// Opens and migrates the storage. Throws `CommandFailure` with what went wrong (no
     /// password in it).
-    func open(sqliteOptions: DatabaseOptions = DatabaseOptions()) throws -> Opened {
+    func open(sqliteOptions: DatabaseOptions = DatabaseOptions(), leaseSeconds: Int = 15) throws -> Opened {
         do {
             switch self {
             case .sqlite(let path):
                 let s = try Store(path: path, options: sqliteOptions)
                 return Opened(storage: s, close: { s.close() }, sqlite: s)
             case .postgres(let url):
-                let s = try PostgresStore(url: url)
+                let s = try PostgresStore(url: url, leaseDuration: .seconds(leaseSeconds))
                 return Opened(storage: s, close: { s.close() }, sqlite: nil)
             }
         } catch let e as StoreError {

@@ -49,6 +49,8 @@ public final class PostgresStore: Sendable {
         try Self.translating {
             try pool.with { c in _ = try Self.migrate(c) }
         }
+        // Counted among the live workers from the start (the others size their share by it).
+        try? heartbeat()
     }
 
     /// Applies `Migrations/postgres/*.sql` (embedded at build time) to the database at

@@ -101,10 +101,10 @@ public protocol Leases: AnyObject, Sendable {
 }
 
 /// Everything the fan-out needs.
-public typealias FanoutStorage = Registry & EventLog & Leases
+public typealias FanoutStorage = Registry & EventLog & Leases & SharedLeases
 
 /// Everything the API needs.
-public protocol HeraldStorage: Registry, EventLog, AccessKeys, Leases {
+public protocol HeraldStorage: Registry, EventLog, AccessKeys, Leases, SharedLeases {
     /// The storage answers and its schema is current (`/readyz`).
     func isReady() -> Bool
 }
