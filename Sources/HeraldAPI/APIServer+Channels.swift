@@ -42,6 +42,7 @@ extension APIServer {
             }
             settings.priority10BudgetPerHour = n
         }
+        try requireTeam(for: bundle)
         if try store.channel(id: id) != nil { throw StoreError.channelExists(id) }
         var apnsID: String?
         if mode.usesBroadcast {
@@ -71,7 +72,7 @@ extension APIServer {
             if let apnsID { try? channelManagers(env)?.delete(bundleID: bundle, channelID: apnsID) }
             throw error
         }
-        engine.prepare(env)
+        engine.prepare(env, bundleID: bundle)
         logger.info(
             "api.channel_created",
             [

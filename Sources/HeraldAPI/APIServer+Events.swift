@@ -23,6 +23,7 @@ extension APIServer {
                 throw APIError(400, "invalid_field", "Idempotency-Key must be 1-255 characters")
             }
         }
+        try refuseLost(channel)
         let r = try store.publish(channelID: channel, event: event, idempotencyKey: key, dryRun: dryRun)
         if dryRun {
             return .json(

@@ -18,6 +18,9 @@ public struct APIConfig: Sendable {
     public var maxBatchEntries = 100_000
     /// A publish body larger than this is refused (the payload limit itself is 4–5 KB).
     public var maxPublishBodyBytes = 64 << 10
+    /// Which Apple team sends for which bundle; a channel for a bundle no team covers is
+    /// refused (422). Nil: every bundle is accepted (one key, or none).
+    public var apnsTeams: APNSTeamRouting?
 
     public init() {}
 }
@@ -124,6 +127,9 @@ public final class APIServer: HTTPHandler {
         case .channels:
             try requireAdmin(caller)
             return req.method == "POST" ? try createChannel(req) : try listChannels()
+        case .reconcile:
+            try requireAdmin(caller)
+            return try reconcile(req)
         case .channel(let id):
             try requireAdmin(caller)
             return req.method == "GET" ? try showChannel(id) : try closeChannel(id)

@@ -5,6 +5,7 @@ import HeraldHTTPServer
 package enum Route: Equatable {
     case healthz, readyz, metrics
     case channels
+    case reconcile
     case channel(String)
     case keys
     case key(String)
@@ -19,6 +20,7 @@ package enum Route: Equatable {
         case .readyz: "/readyz"
         case .metrics: "/metrics"
         case .channels: "/v1/channels"
+        case .reconcile: "/v1/channels:reconcile"
         case .channel: "/v1/channels/{id}"
         case .keys: "/v1/keys"
         case .key: "/v1/keys/{id}"
@@ -37,7 +39,7 @@ package enum Route: Equatable {
         case .channel: ["GET", "DELETE"]
         case .key: ["DELETE"]
         case .subscription: ["PUT", "DELETE"]
-        case .subscriptionsBatch, .events: ["POST"]
+        case .subscriptionsBatch, .events, .reconcile: ["POST"]
         case .event: ["GET"]
         }
     }
@@ -58,6 +60,7 @@ package enum Route: Equatable {
         case 1 where s[0] == "readyz": self = .readyz
         case 1 where s[0] == "metrics": self = .metrics
         case 2 where s[0] == "v1" && s[1] == "channels": self = .channels
+        case 2 where s[0] == "v1" && s[1] == "channels:reconcile": self = .reconcile
         case 2 where s[0] == "v1" && s[1] == "keys": self = .keys
         case 3 where s[0] == "v1" && s[1] == "channels": self = .channel(s[2])
         case 3 where s[0] == "v1" && s[1] == "keys": self = .key(s[2])

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldNet
+import HeraldSender
 import HeraldSimulator
 
 /// `herald apns-sim`: runs the APNs simulator (and its control port) until SIGINT/SIGTERM.
@@ -18,6 +19,7 @@ enum APNSSimCommand: HeraldCommand {
         var threads = 1
         var faults = SimulatorFaults()
         var ledger = true
+        var teamsFile: String?
 
         static func read(_ args: inout Arguments) throws -> Settings {
             var s = Settings()
@@ -44,6 +46,7 @@ enum APNSSimCommand: HeraldCommand {
                 }
             }
             s.ledger = !args.flag("--no-ledger")
+            s.teamsFile = try args.option("--teams-file", env: "HERALD_SIM_TEAMS_FILE")
             return s
         }
     }
@@ -99,6 +102,17 @@ enum APNSSimCommand: HeraldCommand {
         config.threads = s.threads
         config.faults = s.faults
         config.recordLedger = s.ledger
+        if let path = s.teamsFile {
+            do {
+                config.otherTeams = try APNSTeamsFile.load(path: path).map { e in
+                    SimulatorTeam(
+                        teamID: e.entry.teamID, keyID: e.entry.keyID, publicKey: e.credentials.key.publicKey,
+                        bundleIDs: Set(e.entry.bundleIDs))
+                }
+            } catch {
+                throw CommandFailure("\(error)")
+            }
+        }
         let simulator: APNSSimulator
         do {
             simulator = try APNSSimulator(config: config, logger: logger)

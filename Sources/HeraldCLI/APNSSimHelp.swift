@@ -2,7 +2,7 @@ extension APNSSimCommand {
     static var help: String {
         """
         Usage: herald apns-sim [--listen ADDR] [--control ADDR|none] [--dir DIR] [--max-streams N]
-                               [--threads N] [--faults SPEC] [--no-ledger]
+                               [--threads N] [--faults SPEC] [--no-ledger] [--teams-file FILE]
 
         Runs a local stand-in for APNs: HTTP/2 over TLS with the token, broadcast and channel
         endpoints, JWT checks against its own .p8 key, APNs' status codes and reasons, a ledger
@@ -24,10 +24,15 @@ extension APNSSimCommand {
                               goaway-reason=Shutdown, dead-rate=0.01, bad-token-rate=0.01,
                               retry-after=1, slow-read-ms=2, streams-after-error=1
           --no-ledger         do not record pushes (for raw-speed benchmarks)
+          --teams-file FILE   more Apple teams to accept (env HERALD_SIM_TEAMS_FILE): the teams file
+                              herald serve takes; each team's key and bundles are accepted besides
+                              the simulator's own key, and a bundle on another team's connection is
+                              403 TopicMismatch
 
         Control interface (JSON): GET /healthz, /stats, /tokens, /tokens/HEX, /channels,
-        /channels/ID/broadcasts, /faults; PUT /faults {"spec":…}, /settings {"max_concurrent_streams":N};
-        POST /dead-tokens {"tokens":[…]}, /reset, /goaway {"reason":…}, /disconnect.
+        /channels/ID/broadcasts, /faults, /teams; PUT /faults {"spec":…}, /settings {"max_concurrent_streams":N};
+        POST /dead-tokens {"tokens":[…]}, /reset, /goaway {"reason":…}, /disconnect,
+        /channels {"bundle_id":…,"count":N} (plants channels); DELETE /channels/ID.
 
         Example:
           herald apns-sim --faults 500=0.01,latency-ms=2

@@ -1,22 +1,23 @@
 import Foundation
 import HeraldCore
 
-/// `herald channels create|list|show|close`.
+/// `herald channels create|list|show|close|reconcile`.
 enum ChannelsCommand: HeraldCommand {
     static let name = "channels"
-    static let summary = "create, list, show and close channels (admin)"
+    static let summary = "create, list, show, close and reconcile channels (admin)"
     static let modes = ["fanout", "broadcast", "hybrid"]
     static let environments = ["sandbox", "production"]
     static let storagePolicies = ["none", "most-recent"]
 
     static func run(_ args: inout Arguments, console: Console) throws -> Int32 {
         let opts = try AdminOptions.read(&args)
-        let sub = try args.positional("sub-command: create, list, show or close")
+        let sub = try args.positional("sub-command: create, list, show, close or reconcile")
         switch sub {
         case "create": return try create(&args, opts, console)
         case "list": return try list(&args, opts, console)
         case "show", "close": return try showOrClose(sub, &args, opts, console)
-        default: throw UsageError("unknown sub-command '\(sub)': use create, list, show or close")
+        case "reconcile": return try reconcile(&args, opts, console)
+        default: throw UsageError("unknown sub-command '\(sub)': use create, list, show, close or reconcile")
         }
     }
 

@@ -10,6 +10,7 @@ extension ChannelsCommand {
           list                                                         list every channel
           show ID                                                      one channel, its subscribers and last event
           close ID                                                     close: no more publishes, subscriptions dropped
+          reconcile [--apply]                                          APNs' channels vs Herald's: orphans, lost ones
 
         \(AdminOptions.helpText)
 
@@ -25,6 +26,7 @@ extension ChannelsCommand {
         case "list": listHelp
         case "show": showHelp
         case "close": closeHelp
+        case "reconcile": reconcileHelp
         default: help
         }
     }

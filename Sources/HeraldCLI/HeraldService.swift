@@ -36,20 +36,24 @@ final class HeraldService: Sendable {
         closeStore = opened.close
         opened.sqlite?.db.registerMetrics(in: metrics)
         adminToken = try Self.adminToken(s, console: console, logger: logger)
-        let jwt = try Self.jwtProvider(s, logger: logger)
-        if let jwt {
+        let teams = try Self.apnsTeams(s, logger: logger)
+        if let teams {
             var a = APNSSettings()
             a.tokenHost = s.apnsHost
             a.broadcastHost = s.apnsBroadcastHost
             a.managementHost = s.apnsManagementHost ?? s.apnsHost
             a.caFile = s.apnsCAFile
             a.connections = s.apnsConnections
-            pools = APNSPools(settings: a, jwt: jwt, logger: logger.with(subsystem: "sender"), metrics: metrics)
+            pools = APNSPools(
+                settings: a, teams: teams.teams, source: teams.source, logger: logger.with(subsystem: "sender"), metrics: metrics)
         } else {
             pools = nil
             logger.warning(
                 "herald.no_apns_credentials",
-                ["hint": "set HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID and HERALD_APNS_TEAM_ID; pushes fail until then"])
+                [
+                    "hint":
+                        "set HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID and HERALD_APNS_TEAM_ID (or HERALD_APNS_TEAMS_FILE); pushes fail until then"
+                ])
         }
         let transports: PushTransports = pools.map { PoolTransports(pools: $0) } ?? NoAPNSTransports()
         engine = FanoutEngine(store: store, transports: transports, logger: logger, metrics: metrics)
@@ -61,6 +65,7 @@ final class HeraldService: Sendable {
         apiConfig.http.connectionTimeoutSeconds = s.httpTimeout
         apiConfig.http.perIPConnectionLimit = s.httpMaxConnectionsPerIP
         apiConfig.adminToken = Redacted(adminToken)
+        apiConfig.apnsTeams = teams?.source == nil ? nil : self.pools?.routing
         let pools = self.pools
         let handler = APIServer(
             config: apiConfig, store: store, engine: engine, channelManagers: { env in pools?.channelManager(env) },
@@ -100,7 +105,8 @@ final class HeraldService: Sendable {
             [
                 "api": .string("http://\(HostPort(host: api.boundAddress, port: Int(api.port)))"),
                 "metrics": metricsServer.map { .string("http://\(HostPort(host: $0.boundAddress, port: Int($0.port)))") } ?? .null,
-                "db": .string(target.display), "apns": .string(jwt == nil ? "not configured" : (s.apnsHost?.description ?? "Apple")),
+                "db": .string(target.display), "apns": .string(teams == nil ? "not configured" : (s.apnsHost?.description ?? "Apple")),
+                "apns_teams": pools.map { .array($0.routing.teamIDs.map(JSON.string)) } ?? .null,
             ])
     }
 

@@ -27,10 +27,12 @@ enum ServeCommand: HeraldCommand {
     /// and migrates (a copy is not made: migration is what `serve` would do anyway).
     static func checkConfig(_ s: ServeSettings, console: Console, logger: Logger) throws -> Int32 {
         var problems: [String] = []
-        if s.apnsKeyFile != nil {
-            do { _ = try HeraldService.jwtProvider(s, logger: .discard) } catch { problems.append("\(error)") }
+        if s.apnsKeyFile != nil || s.apnsTeamsFile != nil {
+            do { _ = try HeraldService.apnsTeams(s, logger: .discard) } catch { problems.append("\(error)") }
         } else {
-            problems.append("no APNs credentials (HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID, HERALD_APNS_TEAM_ID): pushes would fail")
+            problems.append(
+                "no APNs credentials (HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID, HERALD_APNS_TEAM_ID, or HERALD_APNS_TEAMS_FILE): pushes would fail"
+            )
         }
         if let ca = s.apnsCAFile, !FileManager.default.isReadableFile(atPath: ca) { problems.append("cannot read --apns-ca-file \(ca)") }
         do {

@@ -39,6 +39,11 @@ struct ServeSettings: Sendable {
         ServeOption(flag: "--apns-key-id", env: "HERALD_APNS_KEY_ID", defaultValue: nil, help: "the key's 10-character Key ID"),
         ServeOption(flag: "--apns-team-id", env: "HERALD_APNS_TEAM_ID", defaultValue: nil, help: "your 10-character Team ID"),
         ServeOption(
+            flag: "--apns-teams-file", env: "HERALD_APNS_TEAMS_FILE", defaultValue: nil,
+            help:
+                "several Apple teams: a JSON file [{\"team_id\",\"key_id\",\"key_file\",\"bundle_ids\":[...]}, ...] (key_file relative to the file); a channel's bundle_id picks its team. Instead of the three single-key settings, not with them"
+        ),
+        ServeOption(
             flag: "--apns-host", env: "HERALD_APNS_HOST", defaultValue: nil,
             help:
                 "token-push host:port for both environments (default: Apple's, by the channel's environment; the simulator: 127.0.0.1:2197)"
@@ -84,6 +89,7 @@ struct ServeSettings: Sendable {
     var apnsKeyFile: String?
     var apnsKeyID: String?
     var apnsTeamID: String?
+    var apnsTeamsFile: String?
     var apnsHost: HostPort?
     var apnsBroadcastHost: HostPort?
     var apnsManagementHost: HostPort?
@@ -120,6 +126,7 @@ struct ServeSettings: Sendable {
         s.apnsKeyFile = try args.option("--apns-key-file", env: "HERALD_APNS_KEY_FILE")
         s.apnsKeyID = try args.option("--apns-key-id", env: "HERALD_APNS_KEY_ID")
         s.apnsTeamID = try args.option("--apns-team-id", env: "HERALD_APNS_TEAM_ID")
+        s.apnsTeamsFile = try args.option("--apns-teams-file", env: "HERALD_APNS_TEAMS_FILE")
         s.apnsHost = try hostPort("--apns-host", "HERALD_APNS_HOST")
         s.apnsBroadcastHost = try hostPort("--apns-broadcast-host", "HERALD_APNS_BROADCAST_HOST")
         s.apnsManagementHost = try hostPort("--apns-management-host", "HERALD_APNS_MANAGEMENT_HOST")
@@ -135,6 +142,12 @@ struct ServeSettings: Sendable {
         s.logLevel = l
         s.checkConfig = args.flag("--check-config")
         let keyParts = [s.apnsKeyFile, s.apnsKeyID, s.apnsTeamID].filter { $0 != nil }.count
+        if keyParts != 0 && s.apnsTeamsFile != nil {
+            // Two sources of keys: which one owns a bundle would be a guess. One or the other.
+            throw UsageError(
+                "give either --apns-teams-file (HERALD_APNS_TEAMS_FILE) or the single key (--apns-key-file, --apns-key-id, --apns-team-id), not both: put the single key's team in the teams file"
+            )
+        }
         if keyParts != 0 && keyParts != 3 {
             throw UsageError(
                 "APNs credentials need all three of --apns-key-file, --apns-key-id and --apns-team-id (or HERALD_APNS_KEY_FILE, _KEY_ID, _TEAM_ID)"

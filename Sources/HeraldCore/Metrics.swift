@@ -30,9 +30,30 @@ public final class MetricsRegistry: Sendable {
         case histogram(Histogram)
     }
 
-    private let families = Locked<[String: Family]>([:])
+    private let families: Locked<[String: Family]>
+    /// Labels every series made through this view carries (`with(labels:)`).
+    private let constantLabels: [String: String]
 
-    public init() {}
+    public init() {
+        families = Locked([:])
+        constantLabels = [:]
+    }
+
+    private init(sharing families: Locked<[String: Family]>, constantLabels: [String: String]) {
+        self.families = families
+        self.constantLabels = constantLabels
+    }
+
+    /// A view of this registry whose series all carry `labels` too (a label the caller
+    /// also gives keeps the caller's value): one APNs pool per team registers its metrics
+    /// through `with(labels: ["team": id])`, and both render from this registry.
+    public func with(labels: [String: String]) -> MetricsRegistry {
+        MetricsRegistry(sharing: families, constantLabels: constantLabels.merging(labels) { _, new in new })
+    }
+
+    private func all(_ labels: [String: String]) -> [String: String] {
+        constantLabels.isEmpty ? labels : labels.merging(constantLabels) { given, _ in given }
+    }
 
     private func family(_ name: String, _ help: String, _ kind: Kind) -> Family {
         families.withLock { f in
@@ -67,7 +88,7 @@ public final class MetricsRegistry: Sendable {
     /// The counter `name{labels}`, created on first use.
     public func counter(_ name: String, help: String, labels: [String: String] = [:]) -> Counter {
         let fam = family(name, help, .counter)
-        let key = Self.labelKey(labels)
+        let key = Self.labelKey(all(labels))
         return fam.series.withLock { s in
             if case .counter(let c) = s[key] { return c }
             let c = Counter()
@@ -79,7 +100,7 @@ public final class MetricsRegistry: Sendable {
     /// The gauge `name{labels}`, created on first use.
     public func gauge(_ name: String, help: String, labels: [String: String] = [:]) -> Gauge {
         let fam = family(name, help, .gauge)
-        let key = Self.labelKey(labels)
+        let key = Self.labelKey(all(labels))
         return fam.series.withLock { s in
             if case .gauge(let g) = s[key] { return g }
             let g = Gauge()
@@ -93,7 +114,7 @@ public final class MetricsRegistry: Sendable {
         _ name: String, help: String, labels: [String: String] = [:], _ sample: @escaping @Sendable () -> Double
     ) {
         let fam = family(name, help, .gauge)
-        let key = Self.labelKey(labels)
+        let key = Self.labelKey(all(labels))
         fam.series.withLock { $0[key] = .sampled(sample) }
     }
 
@@ -102,7 +123,7 @@ public final class MetricsRegistry: Sendable {
         _ name: String, help: String, labels: [String: String] = [:], _ sample: @escaping @Sendable () -> Double
     ) {
         let fam = family(name, help, .counter)
-        let key = Self.labelKey(labels)
+        let key = Self.labelKey(all(labels))
         fam.series.withLock { $0[key] = .sampled(sample) }
     }
 
@@ -111,7 +132,7 @@ public final class MetricsRegistry: Sendable {
         _ name: String, help: String, buckets: [Double], labels: [String: String] = [:]
     ) -> Histogram {
         let fam = family(name, help, .histogram)
-        let key = Self.labelKey(labels)
+        let key = Self.labelKey(all(labels))
         return fam.series.withLock { s in
             if case .histogram(let h) = s[key] { return h }
             let h = Histogram(buckets: buckets)

@@ -114,6 +114,8 @@ public struct BatchSubmit: Sendable, Equatable {
     public var tokens: [[UInt8]]
     /// The whole audience in one batch: the sender's express lane.
     public var express: Bool
+    /// The channel's app: it picks the Apple team whose connections carry the batch.
+    public var bundleID: String = ""
 }
 
 /// The broadcast request of a run.

@@ -209,13 +209,13 @@ extension FanoutEngine {
                 requests.append(r)
             }
         }
-        let accepted = transports.tokens(b.environment).trySubmit(requests)
+        let accepted = transports.tokens(b.environment, bundleID: b.bundleID).trySubmit(requests)
         unsubmitted[b.run] = accepted ? nil : (b.batch, requests)
         return scheduler.submitted(b.run, batch: b.batch, accepted: accepted)
     }
 
     private func submitBroadcast(_ b: BroadcastSubmit) -> [FanoutAction] {
-        guard let transport = transports.broadcast(b.environment), let channelID = b.apnsChannelID else {
+        guard let transport = transports.broadcast(b.environment, bundleID: b.bundleID), let channelID = b.apnsChannelID else {
             return scheduler.broadcastSubmitted(b.run, accepted: false, unavailable: true)
         }
         let req: APNSRequest
@@ -262,7 +262,7 @@ extension FanoutEngine {
             r.express = true
             return r
         }
-        return scheduler.catchUpSubmitted(accepted: transports.tokens(c.environment).trySubmit(requests))
+        return scheduler.catchUpSubmitted(accepted: transports.tokens(c.environment, bundleID: c.bundleID).trySubmit(requests))
     }
 
     /// `until` on the lease clock as `Monotonic.nanos()` (what the sender compares).

@@ -156,6 +156,10 @@ public final class FanoutEngine: @unchecked Sendable {
     /// Opens APNs connections for `environment` now (a channel there exists). Any thread.
     public func prepare(_ environment: APNSEnvironment) { transports.prepare(environment) }
 
+    /// Opens the APNs connections that will carry `bundleID` in `environment` (with several
+    /// Apple teams, that bundle's team's). Any thread.
+    public func prepare(_ environment: APNSEnvironment, bundleID: String) { transports.prepare(environment, bundleID: bundleID) }
+
     /// A committed event is ready to send (read from storage by the engine). Any thread.
     public func notifyEvent(_ eventID: String) { post(.event(eventID)) }
 
@@ -271,7 +275,13 @@ public final class FanoutEngine: @unchecked Sendable {
 
     private func recover() throws {
         // Connections for every environment that has open channels, before any event.
-        for env in Set(try store.channels().filter(\.isOpen).map(\.environment)) { transports.prepare(env) }
+        struct Route: Hashable {
+            let env: APNSEnvironment
+            let bundle: String
+        }
+        for r in Set(try store.channels().filter(\.isOpen).map { Route(env: $0.environment, bundle: $0.bundleID) }) {
+            transports.prepare(r.env, bundleID: r.bundle)
+        }
         let events = try store.unfinishedEvents()
         var seen = Set<Int64>()
         var shared = Set<Int64>()

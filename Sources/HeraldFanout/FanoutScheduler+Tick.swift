@@ -173,7 +173,10 @@ extension FanoutScheduler {
         guard let run = runs[id], let ch = channels[run.channelNum], !run.scanning else { return }
         if let b = run.unsubmitted {
             actions.append(
-                .submit(BatchSubmit(run: id, environment: ch.channel.environment, batch: b.ordinal, tokens: b.tokens, express: b.express)))
+                .submit(
+                    BatchSubmit(
+                        run: id, environment: ch.channel.environment, batch: b.ordinal, tokens: b.tokens, express: b.express,
+                        bundleID: ch.channel.bundleID)))
             return
         }
         guard !run.scanDone, run.inFlight.count < config.maxBatchesInFlight else { return }
@@ -232,7 +235,12 @@ extension FanoutScheduler {
         run.unsubmitted = b
         runs[id] = run
         progressed = true
-        return [.submit(BatchSubmit(run: id, environment: ch.channel.environment, batch: b.ordinal, tokens: b.tokens, express: express))]
+        return [
+            .submit(
+                BatchSubmit(
+                    run: id, environment: ch.channel.environment, batch: b.ordinal, tokens: b.tokens, express: express,
+                    bundleID: ch.channel.bundleID))
+        ]
     }
 
     /// The scan failed (logged by the engine): tried again next round.

@@ -21,10 +21,21 @@ public protocol PushTransports: AnyObject, Sendable {
     /// Opens the connections for `environment` ahead of the first event, so the first push
     /// does not wait for TCP, TLS and APNs' first-request handshake.
     func prepare(_ environment: APNSEnvironment)
+    /// Token pushes for `bundleID` in `environment`: with several Apple teams, the
+    /// connections of the team that owns the bundle (reference §1.3). Default: `tokens(_:)`.
+    func tokens(_ environment: APNSEnvironment, bundleID: String) -> PushTransport
+    /// Broadcast pushes for `bundleID` in `environment`. Default: `broadcast(_:)`.
+    func broadcast(_ environment: APNSEnvironment, bundleID: String) -> PushTransport?
+    /// Opens the connections that will carry `bundleID` in `environment`. Default:
+    /// `prepare(_:)`.
+    func prepare(_ environment: APNSEnvironment, bundleID: String)
 }
 
 extension PushTransports {
     public func prepare(_ environment: APNSEnvironment) {}
+    public func tokens(_ environment: APNSEnvironment, bundleID: String) -> PushTransport { tokens(environment) }
+    public func broadcast(_ environment: APNSEnvironment, bundleID: String) -> PushTransport? { broadcast(environment) }
+    public func prepare(_ environment: APNSEnvironment, bundleID: String) { prepare(environment) }
 }
 
 /// One sender for every environment (tests, and the simulator, which plays both).
@@ -54,12 +65,30 @@ public final class UnconfiguredTransport: PushTransport {
     }
 }
 
-/// Senders from the process's APNs pools (or refusals when a pool cannot be opened).
+/// Senders from the process's APNs pools (or refusals when a pool cannot be opened): the
+/// bundle picks its team's pools.
 public final class PoolTransports: PushTransports {
     let pools: APNSPools
     let unavailable = UnconfiguredTransport(reason: .connectionLost)
+    /// A bundle no team covers (the API refuses such channels; one made before the teams
+    /// file changed fails its events with this reason).
+    let uncovered = UnconfiguredTransport(reason: .topicDisallowed)
 
     public init(pools: APNSPools) { self.pools = pools }
+
+    public func tokens(_ environment: APNSEnvironment, bundleID: String) -> PushTransport {
+        guard case .team = pools.routing.team(for: bundleID) else { return uncovered }
+        return pools.pool(.token, environment, bundleID: bundleID) ?? unavailable
+    }
+
+    public func broadcast(_ environment: APNSEnvironment, bundleID: String) -> PushTransport? {
+        guard case .team = pools.routing.team(for: bundleID) else { return uncovered }
+        return pools.pool(.broadcast, environment, bundleID: bundleID)
+    }
+
+    public func prepare(_ environment: APNSEnvironment, bundleID: String) {
+        _ = pools.pool(.token, environment, bundleID: bundleID)
+    }
 
     public func tokens(_ environment: APNSEnvironment) -> PushTransport {
         pools.pool(.token, environment) ?? unavailable

@@ -5,12 +5,21 @@ import HeraldNet
 
 /// Channel management on APNs (reference §5): create, read, delete, list — synchronous
 /// calls over a management pool, for the API thread that creates or closes a channel.
+/// Each call goes out on the pool of the team that owns its bundle (APNs binds a
+/// connection to one team, reference §1.3).
 public final class APNSChannelManager: Sendable {
-    public let pool: APNSClientPool
+    let pools: @Sendable (String) -> APNSClientPool?
     let timeout: Double
 
+    /// One pool for every bundle.
     public init(pool: APNSClientPool, timeout: Double = 30) {
-        self.pool = pool
+        self.pools = { _ in pool }
+        self.timeout = timeout
+    }
+
+    /// The pool for each bundle from `pools` (nil: no team covers it, or it cannot open).
+    public init(pools: @escaping @Sendable (String) -> APNSClientPool?, timeout: Double = 30) {
+        self.pools = pools
         self.timeout = timeout
     }
 
@@ -30,7 +39,7 @@ public final class APNSChannelManager: Sendable {
     /// Creates a channel; returns APNs' `apns-channel-id`, stored verbatim (§8.17).
     public func create(bundleID: String, storagePolicy: Int) throws(Failure) -> String {
         let r = try call(
-            method: "POST", path: APNSRequests.channelsPath(bundleID: bundleID), channelID: nil,
+            bundleID: bundleID, method: "POST", path: APNSRequests.channelsPath(bundleID: bundleID), channelID: nil,
             body: APNSRequests.createChannelBody(storagePolicy: storagePolicy))
         guard r.status == 201, let id = r.header("apns-channel-id"), !id.isEmpty else {
             throw .rejected(status: r.status, reason: "no apns-channel-id in the answer")
@@ -41,7 +50,8 @@ public final class APNSChannelManager: Sendable {
     /// Deletes a channel. A channel APNs no longer knows counts as deleted.
     public func delete(bundleID: String, channelID: String) throws(Failure) {
         do {
-            _ = try call(method: "DELETE", path: APNSRequests.channelsPath(bundleID: bundleID), channelID: channelID, body: nil)
+            _ = try call(
+                bundleID: bundleID, method: "DELETE", path: APNSRequests.channelsPath(bundleID: bundleID), channelID: channelID, body: nil)
         } catch .rejected(_, let reason) where reason == "ChannelNotRegistered" {
             return
         }
@@ -49,20 +59,32 @@ public final class APNSChannelManager: Sendable {
 
     /// The storage policy APNs has for a channel.
     public func read(bundleID: String, channelID: String) throws(Failure) -> Int {
-        let r = try call(method: "GET", path: APNSRequests.channelsPath(bundleID: bundleID), channelID: channelID, body: nil)
+        let r = try call(
+            bundleID: bundleID, method: "GET", path: APNSRequests.channelsPath(bundleID: bundleID), channelID: channelID, body: nil)
         guard let p = (try? JSON.parse(r.body))?["message-storage-policy"]?.intValue else {
             throw .rejected(status: r.status, reason: "unreadable answer")
         }
         return Int(p)
     }
 
-    /// Every channel id APNs has for the bundle.
+    /// Every channel id APNs has for the bundle (`all-channels`, reference §5). An answer
+    /// without a `channels` array is a failure, never an empty list: reconciliation would
+    /// take every channel for lost.
     public func list(bundleID: String) throws(Failure) -> [String] {
-        let r = try call(method: "GET", path: APNSRequests.allChannelsPath(bundleID: bundleID), channelID: nil, body: nil)
-        return (try? JSON.parse(r.body))?["channels"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let r = try call(
+            bundleID: bundleID, method: "GET", path: APNSRequests.allChannelsPath(bundleID: bundleID), channelID: nil, body: nil)
+        guard let items = (try? JSON.parse(r.body))?["channels"]?.arrayValue else {
+            throw .rejected(status: r.status, reason: "unreadable all-channels answer")
+        }
+        return items.compactMap(\.stringValue)
     }
 
-    private func call(method: String, path: String, channelID: String?, body: [UInt8]?) throws(Failure) -> HTTP2Response {
+    private func call(bundleID: String, method: String, path: String, channelID: String?, body: [UInt8]?) throws(Failure)
+        -> HTTP2Response
+    {
+        guard let pool = pools(bundleID) else {
+            throw .unavailable("no APNs connection for bundle '\(bundleID)' (no team covers it, or its pool cannot open)")
+        }
         let waiter = Waiter()
         var fields = HeaderList()
         if let channelID { fields.append("apns-channel-id", channelID) }

@@ -22,6 +22,7 @@ public final class APNSSimulator: Sendable {
         var deadTokens: [String: Int64] = [:]  // token → ms since which it is unregistered
         var openConnections = 0
         var connections = 0
+        var teams = SimulatorTeamTraffic()
     }
 
     struct SimChannel: Sendable {

@@ -16,6 +16,9 @@ public struct SimulatorConfig: Sendable {
     public var teamID: String
     public var keyID: String
     public var publicKey: P256PublicKey
+    /// More teams accepted (each with its own key and bundles). With any, a request for a
+    /// bundle that is not its connection's team's is 403 `TopicMismatch`.
+    public var otherTeams: [SimulatorTeam] = []
     /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection has sent a valid JWT (APNs
     /// raises it to about 1000).
     public var maxConcurrentStreams: UInt32 = 1000

@@ -9,7 +9,10 @@ import HeraldNet
 /// Routes (errors in Herald's shape `{"error":{"code","message"}}`):
 /// `GET /healthz`, `GET /stats`, `GET /tokens`, `GET /tokens/{hex}`, `GET /channels`,
 /// `GET /channels/{id}/broadcasts` (the base64 id percent-encoded), `GET|PUT /faults`,
-/// `POST /dead-tokens`, `POST /reset`, `POST /goaway`, `POST /disconnect`, `PUT /settings`.
+/// `POST /dead-tokens`, `POST /reset`, `POST /goaway`, `POST /disconnect`, `PUT /settings`,
+/// `POST /channels` (plants channels: `{"bundle_id","count"?,"storage_policy"?}` → 201
+/// with their ids), `DELETE /channels/{id}` (behind the client's back), `GET /teams`
+/// (connections and requests per team, with `otherTeams`).
 ///
 /// Thread-safe; `stop()` must not be called from a request handler.
 public final class SimulatorControl: Sendable {

@@ -57,6 +57,28 @@ extension SimulatorControlRoutes {
         return .json(200, ["marked": .int(Int64(tokens.count))])
     }
 
+    /// `POST /channels {"bundle_id","count"?,"storage_policy"?}`: orphans planted behind
+    /// the client's back.
+    func plantChannels(_ r: HTTPRequest) -> HTTPResponse {
+        let o: [String: JSON]
+        switch object(r) {
+        case .success(let v): o = v
+        case .failure(let e): return e.response
+        }
+        guard let bundle = o["bundle_id"]?.stringValue, !bundle.isEmpty else {
+            return .error(400, code: "missing_field", message: "give {\"bundle_id\":\"com.example.app\",\"count\":1,\"storage_policy\":0}")
+        }
+        let count = o["count"]?.intValue ?? 1
+        let policy = o["storage_policy"]?.intValue ?? 0
+        guard (1...10_000).contains(count), policy == 0 || policy == 1 else {
+            return .error(422, code: "invalid_field", message: "count must be 1…10000 and storage_policy 0 or 1")
+        }
+        guard let ids = simulator.plantChannels(bundleID: bundle, count: Int(count), storagePolicy: Int(policy)) else {
+            return .error(422, code: "invalid_field", message: "that many would pass the channel cap of the bundle")
+        }
+        return .json(201, ["channels": .array(ids.map(JSON.string))])
+    }
+
     func reset() -> HTTPResponse {
         simulator.resetLedger()
         return .json(200, ["reset": true])

@@ -17,6 +17,15 @@ struct SimulatorControlRoutes: HTTPHandler {
             }
             return only("GET", r) { broadcasts(id) }
         }
+        if r.rawPath.hasPrefix("/channels/") {
+            let raw = r.rawPath.dropFirst("/channels/".count)
+            guard let id = String(raw).removingPercentEncoding, !id.isEmpty else {
+                return .error(400, code: "invalid_field", message: "the channel id is not validly percent-encoded")
+            }
+            return only("DELETE", r) {
+                simulator.deleteChannel(id) ? HTTPResponse(status: 204) : .error(404, code: "not_found", message: "no channel \(id)")
+            }
+        }
         if path.hasPrefix("/tokens/") {
             let token = String(path.dropFirst("/tokens/".count))
             return only("GET", r) { pushes(token) }
@@ -25,7 +34,13 @@ struct SimulatorControlRoutes: HTTPHandler {
         case "/healthz": return only("GET", r) { .json(200, ["status": "ok"]) }
         case "/stats": return only("GET", r) { .json(200, simulator.stats().json) }
         case "/tokens": return only("GET", r) { tokens() }
-        case "/channels": return only("GET", r) { channels() }
+        case "/channels":
+            switch r.method {
+            case "GET", "HEAD": return channels()
+            case "POST": return plantChannels(r)
+            default: return notAllowed("GET, POST")
+            }
+        case "/teams": return only("GET", r) { teams() }
         case "/faults":
             switch r.method {
             case "GET": return .json(200, ["spec": .string(simulator.faults.spec)])
@@ -63,6 +78,14 @@ struct SimulatorControlRoutes: HTTPHandler {
 
     private func channels() -> HTTPResponse {
         .json(200, ["channels": .object(simulator.channels().mapValues { JSON.int(Int64($0)) })])
+    }
+
+    private func teams() -> HTTPResponse {
+        let t = simulator.teamTraffic()
+        let connections = t.connections.mapValues { JSON.int(Int64($0)) }
+        let requests = t.requests.mapValues { JSON.object($0.mapValues { JSON.int(Int64($0)) }) }
+        return .json(
+            200, ["connections": .object(connections), "requests": .object(requests), "mismatches": .int(Int64(t.mismatches))])
     }
 
     private func broadcasts(_ id: String) -> HTTPResponse {

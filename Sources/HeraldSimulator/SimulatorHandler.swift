@@ -7,10 +7,12 @@ import HeraldNet
 final class SimConnectionState {
     var jwt: String?
     var kid: String?
+    /// The team of the connection's first valid JWT (APNs binds the connection to it).
+    var team: String?
     var jwtSince: Double = 0
     /// JWTs already checked on this connection: their kid and iat, or nil when invalid
     /// (an ECDSA verification per request would make the simulator the bottleneck).
-    var verified: [String: (kid: String, iat: Int64)?] = [:]
+    var verified: [String: (kid: String, iss: String, iat: Int64)?] = [:]
     var authorized = false
     /// The last accepted `authorization` value and its `iat` (the fast path).
     var lastAuthorization: String?
@@ -145,6 +147,16 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
             for j in (i + 1)..<hs.count where hs[i].name == hs[j].name { return .error(400, "DuplicateHeaders") }
         }
         if let denied = authenticate(r, st, c, sim) { return denied }
+        if !sim.config.otherTeams.isEmpty {
+            let bundle: String
+            switch route {
+            case .token:
+                let topic = r.header("apns-topic") ?? ""
+                bundle = topic.hasSuffix(".push-type.liveactivity") ? String(topic.dropLast(".push-type.liveactivity".count)) : topic
+            case .broadcast(let b), .channels(let b), .allChannels(let b): bundle = b
+            }
+            if let denied = teamCheck(bundle: bundle, st, sim) { return denied }
+        }
         // Injected errors apply to requests that passed authentication.
         for (status, p) in faults.errorRates where p > 0 {
             if Double(st.random.next() % 1_000_000) / 1_000_000 < p {
@@ -187,14 +199,14 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         guard lower.hasPrefix("bearer ") else { return .error(403, "InvalidProviderToken") }
         let token = String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         let now = sim.config.clock.now()
-        let checked: (kid: String, iat: Int64)?
+        let checked: (kid: String, iss: String, iat: Int64)?
         if let v = st.verified[token] {
             checked = v
         } else {
-            if let jwt = ParsedJWT.parse(token), jwt.alg == "ES256", let kid = jwt.kid, kid == sim.config.keyID,
-                jwt.iss == sim.config.teamID, let iat = jwt.iat, jwt.verify(with: sim.config.publicKey)
+            if let jwt = ParsedJWT.parse(token), jwt.alg == "ES256", let kid = jwt.kid, let iss = jwt.iss,
+                let key = sim.config.signer(keyID: kid, teamID: iss), let iat = jwt.iat, jwt.verify(with: key)
             {
-                checked = (kid, iat)
+                checked = (kid, iss, iat)
             } else {
                 checked = nil
             }
@@ -213,7 +225,9 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         } else if st.jwt == nil {
             st.jwt = token
             st.kid = jwt.kid
+            st.team = jwt.iss
             st.jwtSince = now
+            if !sim.config.otherTeams.isEmpty { sim.state.withLock { $0.teams.connections[jwt.iss, default: 0] += 1 } }
         }
         if !st.authorized {
             st.authorized = true
@@ -222,5 +236,17 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         st.lastAuthorization = auth
         st.lastIssuedAt = iat
         return nil
+    }
+
+    /// Several teams: the connection's team must own `bundle` (reference §1.3); every
+    /// request is counted under its connection's team.
+    private func teamCheck(bundle: String, _ st: SimConnectionState, _ sim: APNSSimulator) -> SimAnswer? {
+        let team = st.team ?? ""
+        let allowed = sim.config.covers(teamID: team, bundle: bundle)
+        sim.state.withLock { s in
+            s.teams.requests[team, default: [:]][bundle, default: 0] += 1
+            if !allowed { s.teams.mismatches += 1 }
+        }
+        return allowed ? nil : .error(403, "TopicMismatch")
     }
 }

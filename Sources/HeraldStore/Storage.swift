@@ -104,7 +104,7 @@ public protocol Leases: AnyObject, Sendable {
 public typealias FanoutStorage = Registry & EventLog & Leases & SharedLeases
 
 /// Everything the API needs.
-public protocol HeraldStorage: Registry, EventLog, AccessKeys, Leases, SharedLeases {
+public protocol HeraldStorage: Registry, EventLog, AccessKeys, Leases, SharedLeases, APNSChannelLosses {
     /// The storage answers and its schema is current (`/readyz`).
     func isReady() -> Bool
 }

@@ -11,11 +11,13 @@ extension Route {
     static var everyCase: [Route] {
         let all: [Route] = [
             .healthz, .readyz, .metrics, .channels, .channel("c"), .keys, .key("k"), .subscription(channel: "c", token: "t"),
-            .subscriptionsBatch(channel: "c"), .events(channel: "c"), .event(channel: "c", id: "e"),
+            .subscriptionsBatch(channel: "c"), .events(channel: "c"), .event(channel: "c", id: "e"), .reconcile,
         ]
         for r in all {
             switch r {
-            case .healthz, .readyz, .metrics, .channels, .channel, .keys, .key, .subscription, .subscriptionsBatch, .events, .event: break
+            case .healthz, .readyz, .metrics, .channels, .channel, .keys, .key, .subscription, .subscriptionsBatch, .events, .event,
+                .reconcile:
+                break
             }
         }
         return all
@@ -43,7 +45,7 @@ extension Route {
 
     @Test func theLineReaderFindsEveryOperationWithStatuses() throws {
         let routes = try OpenAPISpec.readRoutes()
-        #expect(routes.count == 11)
+        #expect(routes.count == 12)
         #expect(routes["/v1/channels/{id}/events"]?["POST"]?.isSuperset(of: [200, 202, 401, 403, 404, 409, 413, 415, 422]) == true)
         for (path, ops) in routes {
             #expect(!ops.isEmpty, "\(path) has operations")
@@ -420,6 +422,14 @@ extension Route {
             Call(method: "GET", path: "/v1/channels/\(ch)/events/\(event)", expect: 401),
             Call(method: "GET", path: "/v1/channels/\(ch)/events/\(event)", key: sub, expect: 403),
             Call(method: "GET", path: "/v1/channels/\(ch)/events/evt_nothing", key: pub, expect: 404),
+
+            // Read-only (no `apply`): nothing is deleted under the other tests.
+            Call(method: "POST", path: "/v1/channels:reconcile", key: admin, json: ["apply": false], expect: 200),
+            Call(method: "POST", path: "/v1/channels:reconcile", key: admin, raw: "{", expect: 400, code: "invalid_json"),
+            Call(method: "POST", path: "/v1/channels:reconcile", json: [:], expect: 401),
+            Call(method: "POST", path: "/v1/channels:reconcile", key: pub, json: [:], expect: 403),
+            Call(method: "POST", path: "/v1/channels:reconcile", key: admin, raw: "{}", contentType: "text/plain", expect: 415),
+            Call(method: "POST", path: "/v1/channels:reconcile", key: admin, json: ["apply": 1], expect: 422, code: "invalid_field"),
         ]
         try run(fx, calls, routes, ledger)
         // A finished event has every timestamp set: its shape too.

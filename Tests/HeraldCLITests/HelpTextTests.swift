@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct HelpTextTests {
     static let clientVerbs: [[String]] = [
-        ["channels"], ["channels", "create"], ["channels", "list"], ["channels", "show"], ["channels", "close"],
+        ["channels"], ["channels", "create"], ["channels", "list"], ["channels", "show"], ["channels", "close"], ["channels", "reconcile"],
         ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "revoke"],
         ["subs"], ["subs", "add"], ["subs", "import"], ["subs", "remove"],
         ["publish"],

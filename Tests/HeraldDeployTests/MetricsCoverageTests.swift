@@ -62,6 +62,8 @@ import FoundationNetworking
         try #require(
             cli(["publish", "match-1", "--json", #"{"event":"update","content-state":{"home":1,"away":0}}"#, "--wait", "--timeout", "30"])
                 == 0)
+        // A reconciliation sets the per-app gauge of APNs channels.
+        try #require(cli(["channels", "reconcile"]) == 0)
 
         let http = HTTPExchange(timeout: 10)
         let reply = try http.perform(URLRequest(url: URL(string: "http://127.0.0.1:\(metricsServer.port)/metrics")!))

@@ -40,7 +40,11 @@ public final class FanoutFixture: @unchecked Sendable {
             closeStorageNow = {}
         }
         (pool, _) = try sim.pool(connections: connections, configure: poolConfig)
-        (broadcastPool, _) = try sim.pool(connections: 1) { $0.name = "broadcast" }
+        (broadcastPool, _) = try sim.pool(connections: 1) { c in
+            c.name = "broadcast"
+            // As APNSPools' management pools: `all-channels` answers are up to ~270 KB.
+            c.http2.maxResponseBody = 1 << 20
+        }
         channels = APNSChannelManager(pool: broadcastPool, timeout: 10)
         var fc = FanoutConfig()
         fc.checkpointInterval = 0.05

@@ -27,8 +27,11 @@ public final class ServeProcess: @unchecked Sendable {
     }
 
     /// Starts `herald serve` on 127.0.0.1:0 with `db`, talking to `sim`; waits until it
-    /// listens (throws after `timeout`).
-    public init(db: String, sim: SimFixture, extraEnv: [String: String] = [:], timeout: Double = 30) throws {
+    /// listens (throws after `timeout`). `removingEnv` drops variables after `extraEnv` is
+    /// applied (the single-key ones, for a teams file).
+    public init(
+        db: String, sim: SimFixture, extraEnv: [String: String] = [:], removingEnv: [String] = [], timeout: Double = 30
+    ) throws {
         self.db = db
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["serve", "--listen", "127.0.0.1:0", "--db", db, "--log-level", "info"]
@@ -40,6 +43,7 @@ public final class ServeProcess: @unchecked Sendable {
         env["HERALD_APNS_TEAM_ID"] = sim.files.teamID
         env["SWIFT_BACKTRACE"] = "enable=no"
         for (k, v) in extraEnv { env[k] = v }
+        for k in removingEnv { env[k] = nil }
         process.environment = env
         process.standardError = errPipe
         process.standardOutput = FileHandle.nullDevice

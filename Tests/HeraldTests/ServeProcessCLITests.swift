@@ -61,7 +61,10 @@ func herald(_ args: [String], env: [String: String]) throws -> (status: Int32, o
         }
         let metrics = try Data(contentsOf: serve.api!.appendingPathComponent("metrics"))
         let text = String(decoding: metrics, as: UTF8.self)
-        #expect(text.contains("herald_apns_requests_total{pool=\"token_sandbox\",reason=\"\",result=\"delivered\"} 300"))
+        // Every pool series carries its team (issue #15): with the single key, its Team ID.
+        #expect(
+            text.contains(
+                "herald_apns_requests_total{pool=\"token_sandbox\",reason=\"\",result=\"delivered\",team=\"\(sim.files.teamID)\"} 300"))
         #expect(text.contains("herald_events_total{kind=\"update\",state=\"done\"} 1"))
         let check = Process()
         check.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")

@@ -29,6 +29,7 @@ enum RouteTarget {
         case .readyz: return "/readyz"
         case .metrics: return "/metrics"
         case .channels: return "/v1/channels"
+        case .reconcile: return "/v1/channels:reconcile"
         case .keys: return "/v1/keys"
         case .channel(let id): return seg(id).map { "/v1/channels/\($0)" }
         case .key(let id): return seg(id).map { "/v1/keys/\($0)" }
