@@ -87,8 +87,10 @@ public final class PostgresStore: Sendable {
 
     /// Hands this worker's leases back and closes the connections.
     public func close() {
-        releaseAllLeases()
+        // The queued checkpoints first: written under the leases still held, they are where
+        // the next holder resumes.
         writer.sync {}
+        releaseAllLeases()
         pool.close()
     }
 

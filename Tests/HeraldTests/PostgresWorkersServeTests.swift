@@ -102,6 +102,24 @@ import Testing
         #expect(c.tokens.allSatisfy { counts[$0] != nil })
     }
 
+    /// SIGTERM hands a worker's leases back at once: with 30 s leases, the other resumes its
+    /// shards long before they could have expired, and the event is `done`.
+    @Test func aTerminatedWorkerHandsItsLeasesBackAtOnce() throws {
+        let n = WorkerCluster.tokenCount("HERALD_TEST_WORKERS_TERM_TOKENS", default: 20_000)
+        let c = try WorkerCluster(workers: 2, tokens: n, slow: true, leaseSeconds: 30)
+        let id = try c.publish(on: c.workers[0], score: 1)
+        #expect(try Poll.until(timeout: 60, interval: 0.01) { c.sim.sim.stats().accepted >= n / 4 })
+        let stopped = Date()
+        c.workers[1].stop()
+        let e = try #require(try c.waitEvent(id, on: c.workers[0], timeout: 25))
+        let took = Date().timeIntervalSince(stopped)
+        print("workers: SIGTERM; done \(took) s later")
+        #expect(e["state"]?.stringValue == "done", "\(e)")
+        #expect(took < 25, "the shards waited for their 30 s leases to expire")
+        let counts = c.sim.sim.tokenCounts()
+        #expect(c.tokens.allSatisfy { counts[$0] != nil })
+    }
+
     /// Late joiners registered on one worker are caught up by whichever worker holds their
     /// shard (the registering worker announces the others' over `NOTIFY`).
     @Test func lateJoinersRegisteredOnOneWorkerAreCaughtUpByTheirShardsHolders() throws {
@@ -140,7 +158,7 @@ final class WorkerCluster {
         ProcessInfo.processInfo.environment[env].flatMap { Int($0) } ?? n
     }
 
-    init(workers count: Int, tokens n: Int, slow: Bool = false) throws {
+    init(workers count: Int, tokens n: Int, slow: Bool = false, leaseSeconds: Int = 2) throws {
         sim = try SimFixture {
             if slow {
                 $0.maxConcurrentStreams = UInt32(Self.slowStreams)
@@ -150,7 +168,7 @@ final class WorkerCluster {
         url = try PostgresCluster.shared().makeDatabase("workers")
         let r = try herald(["migrate", "--db", url], env: [:])
         guard r.status == 0 else { throw WorkerClusterError(message: r.err) }
-        var env = ["HERALD_ADMIN_TOKEN": Self.admin, "HERALD_LEASE_SECONDS": "2"]
+        var env = ["HERALD_ADMIN_TOKEN": Self.admin, "HERALD_LEASE_SECONDS": "\(leaseSeconds)"]
         if slow { env["HERALD_APNS_CONNECTIONS"] = "1" }
         for _ in 0..<count { workers.append(try ServeProcess(db: url, sim: sim, extraEnv: env)) }
         let w = workers[0]
