@@ -45,6 +45,8 @@ final class FanoutMetrics: Sendable {
         pushFailed = pushes("failed")
         pushDead = pushes("dead_token")
         pushSkipped = pushes("skipped")
+        // Both series from the start (0 until a lease is given up), so alerts see them.
+        for reason in ["expired", "lost"] { _ = leasesLost(reason) }
     }
 
     /// Live subscriptions of every channel, by kind (refreshed by the sweep, not per scrape:

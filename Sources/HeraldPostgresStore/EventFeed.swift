@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldPostgres
 import HeraldStore
 
-/// `LISTEN herald_events` on a connection of its own, on a thread of its own: every event
+/// `LISTEN "herald.events"` on a connection of its own, on a thread of its own: every event
 /// a worker commits is one `NOTIFY` (its id as the payload, sent by the publish's
 /// transaction, so delivered once it commits); late joiners a worker cannot catch up
 /// itself are `NOTIFY`s of up to `joinedPerNotice` tokens (`Payload`). Each is handed to
@@ -11,7 +11,7 @@ import HeraldStore
 /// `.missed` (poll now) once it is back, and the fan-out's poll covers the gap.
 final class EventFeed: @unchecked Sendable {
     // @unchecked: `stopped` is atomic through `Locked`; the connection is the thread's own.
-    static let channel = "herald_events"
+    static let channel = "herald.events"
 
     private let stopped = Locked(false)
     private let done = DispatchSemaphore(value: 0)
@@ -71,7 +71,7 @@ extension EventFeed {
     /// under PostgreSQL's 8000-byte payload limit).
     static let joinedPerNotice = 100
 
-    /// The payloads on `herald_events`: an event id (`evt_…`), or late joiners as
+    /// The payloads on `herald.events`: an event id (`evt_…`), or late joiners as
     /// `j\n<worker id>\n<channel id>\n<hex token>\n…`.
     enum Payload {
         static func joined(worker: String, channelID: String, tokens: ArraySlice<[UInt8]>) -> String {
