@@ -19,10 +19,10 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-# Starts the simulator; sets SIM_PORT, SIM_CONTROL, SIM_DIR, SIM_KEY, SIM_KEY_ID, SIM_TEAM_ID.
+# Starts the simulator (HERALD_SIM: another build's binary, for before/after); sets SIM_PORT, SIM_CONTROL, SIM_DIR, SIM_KEY, SIM_KEY_ID, SIM_TEAM_ID.
 start_sim() {
   SIM_PORT=$(free_port); SIM_CONTROL=$(free_port); SIM_DIR="$WORK/sim"
-  "$HERALD" apns-sim --listen "127.0.0.1:$SIM_PORT" --control "127.0.0.1:$SIM_CONTROL" --dir "$SIM_DIR" "$@" \
+  "${HERALD_SIM:-$HERALD}" apns-sim --listen "127.0.0.1:$SIM_PORT" --control "127.0.0.1:$SIM_CONTROL" --dir "$SIM_DIR" "$@" \
     > "$WORK/sim.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$SIM_CONTROL/healthz" >/dev/null 2>&1 && break; sleep 0.1; done

@@ -8,6 +8,7 @@
 #   herald_cpu_us_per_push=      the pool's process, requests made included
 #   h2load_cpu_us_per_request=   h2load, its start-up (parsing the URI file) taken off
 #   simulator_cpu_us_per_request_herald= / _h2load=   the simulator in each half
+#   nghttpd_cpu_us_per_request=   nghttpd (nghttp2's own server, answering 404) in the same run
 #   pool_vs_h2load_ratio=  herald_vs_h2load_cpu_ratio=  simulator_vs_nghttpd_ratio=
 #
 #   Benchmarks/pool.sh [REQUESTS] [CONNECTIONS] [STREAMS]     defaults 300000 2 1000
@@ -55,8 +56,11 @@ echo "herald_vs_h2load_cpu_ratio=$(ratio "$HERALD_CPU" "$H2_CPU")"
 
 if [ -z "${LATENCY_MS:-}" ]; then
   start_nghttpd 2
+  G0=$(cpu_seconds "$NGHTTPD_PID")
   ANY_STATUS=1 h2load_uris "$N" "$C" "$S" "$PAYLOAD" "$WORK/uris.txt" "$NGHTTPD_PORT"
+  G1=$(cpu_seconds "$NGHTTPD_PID")
   echo "h2load_nghttpd_rate=$H2_RATE"
+  echo "nghttpd_cpu_us_per_request=$(cpu_us_per "$G0" "$G1" "$N")"
   echo "simulator_vs_nghttpd_ratio=$(ratio "$H2" "$H2_RATE")"
 fi
 echo "load_after: $(uptime)"

@@ -189,9 +189,15 @@ public final class Gauge: Sendable {
 /// A cumulative histogram with fixed buckets.
 public final class Histogram: Sendable {
     let bounds: [Double]
-    private let counts: [Counter]
+    let counts: [Counter]
     private let total = Atomic<UInt64>(0)
     private let sumMicros = Atomic<UInt64>(0)  // sum × 1e6, kept integral for atomics
+
+    /// Adds a tally's count and sum (its buckets are added by the caller).
+    func addTotals(count: UInt64, sumMicros micros: UInt64) {
+        total.add(count, ordering: .relaxed)
+        sumMicros.add(micros, ordering: .relaxed)
+    }
 
     init(buckets: [Double]) {
         bounds = buckets.sorted()

@@ -50,8 +50,11 @@ public enum Identifiers {
     }
 
     /// True when `s` is a lower-case canonical UUID (8-4-4-4-12 hex digits, lower case).
-    public static func isLowercaseUUID(_ s: some StringProtocol) -> Bool {
-        let u = Array(s.utf8)
+    public static func isLowercaseUUID(_ s: some StringProtocol) -> Bool { isLowercaseUUID(bytes: s.utf8) }
+
+    /// `isLowercaseUUID` over UTF-8 bytes (a request's field, without making a String).
+    @inlinable
+    public static func isLowercaseUUID(bytes u: some Collection<UInt8>) -> Bool {
         guard u.count == 36 else { return false }
         for (i, c) in u.enumerated() {
             if i == 8 || i == 13 || i == 18 || i == 23 {

@@ -95,7 +95,10 @@ public final class EventLoop: @unchecked Sendable {
             p.tasks.append(UncheckedBox(task))
             return p.tasks.count == 1
         }
-        if wasEmpty == true { wake() }
+        // On the loop's own thread no wake-up is needed (a write and a read of the eventfd
+        // per loop turn): the loop runs pending tasks after the events and timers it is
+        // handling, and does not sleep while tasks are pending.
+        if wasEmpty == true && !inEventLoop { wake() }
     }
 
     private func wake() {

@@ -18,6 +18,21 @@ enum HTTP2Callbacks {
         Unmanaged<HTTP2Session>.fromOpaque(ud!).takeUnretainedValue()
     }
 
+    /// Runs `body` with the stream nghttp2 knows by `id` in `raw`, borrowed: no retain and
+    /// release per header or DATA chunk (the session's `streams` keeps it alive, and the
+    /// callback runs inside the session's own call).
+    @inline(__always)
+    static func withStream<R>(_ raw: OpaquePointer?, _ id: Int32, _ body: (HTTP2Session.Stream) -> R) -> R? {
+        guard let raw, let p = nghttp2_session_get_stream_user_data(raw, id) else { return nil }
+        return Unmanaged<HTTP2Session.Stream>.fromOpaque(p)._withUnsafeGuaranteedRef(body)
+    }
+
+    /// Runs `body` with the session of `ud`, borrowed (it owns the nghttp2 handle).
+    @inline(__always)
+    static func withSession<R>(_ ud: UnsafeMutableRawPointer?, _ body: (HTTP2Session) -> R) -> R {
+        Unmanaged<HTTP2Session>.fromOpaque(ud!)._withUnsafeGuaranteedRef(body)
+    }
+
     /// Server: a peer-opened stream starts.
     static let beginHeaders: nghttp2_on_begin_headers_callback = { _, frame, ud in
         guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
@@ -34,53 +49,47 @@ enum HTTP2Callbacks {
 
     /// Client: `:status` parsed without a String; other fields kept when asked for, or
     /// when the answer is not a success (their reason matters).
-    static let clientHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
-        guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let name, let value,
-            let s = session(ud).stream(frame.pointee.hd.stream_id)
-        else { return 0 }
-        let n = UnsafeBufferPointer(start: name, count: namelen)
-        if namelen == 7 && n.elementsEqual(":status".utf8) {
-            var status = 0
-            for i in 0..<valuelen { status = status * 10 + Int(value[i] &- 48) }
-            s.status = status
-        } else if (s.keepHeaders || s.status >= 300 || s.status == 0) && s.headers.count < 32 {
-            s.headers.append(
-                (String(decoding: n, as: UTF8.self), String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)))
-        }
-        return 0
-    }
-
-    static let serverHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
-        guard let frame, let name, let value, let s = session(ud).stream(frame.pointee.hd.stream_id) else { return 0 }
-        let v = String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)
-        if namelen > 0 && name[0] == UInt8(ascii: ":") {
+    static let clientHeader: nghttp2_on_header_callback = { raw, frame, name, namelen, value, valuelen, _, _ in
+        guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let name, let value else { return 0 }
+        withStream(raw, frame.pointee.hd.stream_id) { s in
             let n = UnsafeBufferPointer(start: name, count: namelen)
-            if n.elementsEqual(":path".utf8) {
-                s.request.path = v
-            } else if n.elementsEqual(":method".utf8) {
-                s.request.method = v
-            } else if n.elementsEqual(":scheme".utf8) {
-                s.request.scheme = v
-            } else if n.elementsEqual(":authority".utf8) {
-                s.request.authority = v
+            if namelen == 7 && n.elementsEqual(":status".utf8) {
+                var status = 0
+                for i in 0..<valuelen { status = status * 10 + Int(value[i] &- 48) }
+                s.status = status
+            } else if (s.keepHeaders || s.status >= 300 || s.status == 0) && s.headers.count < 32 {
+                s.headers.append(
+                    (
+                        String(decoding: n, as: UTF8.self),
+                        String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)
+                    ))
             }
-        } else if s.request.headers.count < 64 {
-            s.request.headers.append((String(decoding: UnsafeBufferPointer(start: name, count: namelen), as: UTF8.self), v))
         }
         return 0
     }
 
-    static let dataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, len, ud in
-        let c = session(ud)
-        guard let s = c.stream(streamID), let data else { return 0 }
-        let chunk = UnsafeBufferPointer(start: data, count: len)
-        if c.role == .server {
-            s.request.bodySize += len
-            let room = c.maxBodyBytes - s.request.body.count
-            if room > 0 { s.request.body.append(contentsOf: chunk.prefix(room)) }
-        } else {
-            let room = c.maxBodyBytes - s.responseBody.count
-            if room > 0 { s.responseBody.append(contentsOf: chunk.prefix(room)) }
+    /// Server: the field is copied into the request's one buffer (no String per field).
+    static let serverHeader: nghttp2_on_header_callback = { raw, frame, name, namelen, value, valuelen, _, _ in
+        guard let frame, let name, let value else { return 0 }
+        withStream(raw, frame.pointee.hd.stream_id) { s in
+            s.request.add(name: UnsafeBufferPointer(start: name, count: namelen), value: UnsafeBufferPointer(start: value, count: valuelen))
+        }
+        return 0
+    }
+
+    static let dataChunk: nghttp2_on_data_chunk_recv_callback = { raw, _, streamID, data, len, ud in
+        guard let data else { return 0 }
+        let (server, maxBody) = withSession(ud) { ($0.role == .server, $0.maxBodyBytes) }
+        withStream(raw, streamID) { s in
+            let chunk = UnsafeBufferPointer(start: data, count: len)
+            if server {
+                s.request.bodySize += len
+                let room = maxBody - s.request.body.count
+                if room > 0 { s.request.body.append(contentsOf: chunk.prefix(room)) }
+            } else {
+                let room = maxBody - s.responseBody.count
+                if room > 0 { s.responseBody.append(contentsOf: chunk.prefix(room)) }
+            }
         }
         return 0
     }

@@ -162,19 +162,32 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         _ request: HTTP2Request, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil,
         context: AnyObject
     ) -> Int32? {
+        submit(
+            method: request.method, path: request.path, headers: request.headers, requestHeaders: request.requestHeaders,
+            body: request.body, keepResponseHeaders: request.keepResponseHeaders, extra: extra, uuidField: uuidField, now: now,
+            context: context)
+    }
+
+    /// `submit` from a request's parts, borrowed: a sender that keeps them in its own
+    /// objects (the APNs pool) builds no `HTTP2Request` value per request.
+    @discardableResult
+    public func submit(
+        method: String, path: String, headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
+        keepResponseHeaders: Bool, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil,
+        context: AnyObject
+    ) -> Int32? {
         guard state == .ready, let session else { return nil }
         let id: Int32
         do {
+            var idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?
             if let uuidField {
                 uuidField.write(to: uuidScratch)
-                let value = UnsafeBufferPointer(start: UnsafePointer(uuidScratch), count: 36)
-                id = try session.submitRequest(
-                    request, authority: authority, extra: extra, idField: (uuidField.name, value), context: context,
-                    started: now ?? Monotonic.nanos())
-            } else {
-                id = try session.submitRequest(
-                    request, authority: authority, extra: extra, idField: nil, context: context, started: now ?? Monotonic.nanos())
+                idField = (uuidField.name, UnsafeBufferPointer(start: UnsafePointer(uuidScratch), count: 36))
             }
+            id = try session.submitRequest(
+                method: method, path: path, headers: headers, requestHeaders: requestHeaders, body: body,
+                keepResponseHeaders: keepResponseHeaders, authority: authority, extra: extra, idField: idField, context: context,
+                started: now ?? Monotonic.nanos())
         } catch {
             return nil
         }

@@ -170,6 +170,10 @@ final class ConnectionTracker: HTTP2ServerDelegate {
         inner.http2Server(connection, received: request)
     }
 
+    func http2ServerDelivered(_ connection: HTTP2ServerConnection) {
+        inner.http2ServerDelivered(connection)
+    }
+
     func http2ServerClosed(_ connection: HTTP2ServerConnection, error: NetError?) {
         inner.http2ServerClosed(connection, error: error)
         acceptor?.forget(connection)

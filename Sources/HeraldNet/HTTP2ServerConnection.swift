@@ -18,34 +18,20 @@ public struct HTTP2ServerConfig: Sendable {
     public init() {}
 }
 
-/// A complete request received by an HTTP/2 server connection.
-public struct HTTP2ServerRequest: Sendable {
-    public var streamID: Int32
-    public var method: String = ""
-    public var path: String = ""
-    public var scheme: String = ""
-    public var authority: String = ""
-    /// Regular header fields in arrival order (duplicates kept, so they can be detected).
-    public var headers: [(name: String, value: String)] = []
-    public var body: [UInt8] = []
-    /// The body's full size (larger than `body.count` when truncated at the limit).
-    public var bodySize = 0
-
-    public init(streamID: Int32) { self.streamID = streamID }
-
-    /// The first value of `name`.
-    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
-
-    /// How many times `name` occurs.
-    public func count(of name: String) -> Int { headers.reduce(0) { $0 + ($1.name == name ? 1 : 0) } }
-}
-
 /// What an `HTTP2ServerConnection` reports, on its loop thread, outside nghttp2 callbacks.
 public protocol HTTP2ServerDelegate: AnyObject {
     /// A request arrived; answer with `connection.respond` now or later (same loop).
     func http2Server(_ connection: HTTP2ServerConnection, received request: HTTP2ServerRequest)
     /// The connection ended.
     func http2ServerClosed(_ connection: HTTP2ServerConnection, error: NetError?)
+    /// Every request of one read (or write) was handed over, and the answers given so far
+    /// are not written yet: a delegate that counts per connection publishes here, once per
+    /// batch, and a peer that got an answer sees it counted.
+    func http2ServerDelivered(_ connection: HTTP2ServerConnection)
+}
+
+extension HTTP2ServerDelegate {
+    public func http2ServerDelivered(_ connection: HTTP2ServerConnection) {}
 }
 
 /// The server side of one HTTP/2-over-TLS connection: a thin shell between a
@@ -181,6 +167,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
             batch.removeAll(keepingCapacity: true)
         }
         swap(&batch, &spareEvents)
+        delegate?.http2ServerDelivered(self)
     }
 
     private func handle(_ e: HTTP2Event) {

@@ -11,19 +11,32 @@ extension HTTP2Session {
         _ request: HTTP2Request, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
         idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, context: AnyObject? = nil, started: UInt64 = 0
     ) throws(HTTP2Error) -> HTTP2StreamID {
+        try submitRequest(
+            method: request.method, path: request.path, headers: request.headers, requestHeaders: request.requestHeaders,
+            body: request.body, keepResponseHeaders: request.keepResponseHeaders, authority: authority, extra: extra,
+            idField: idField, context: context, started: started)
+    }
+
+    /// `submitRequest` from the request's parts, borrowed (the pool's hot path: no
+    /// `HTTP2Request` value, so no copy of its fields and bodies per push).
+    func submitRequest(
+        method: String, path: String, headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
+        keepResponseHeaders: Bool, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
+        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, context: AnyObject?, started: UInt64
+    ) throws(HTTP2Error) -> HTTP2StreamID {
         let s = makeStream(0)
-        s.body = request.body
-        s.keepHeaders = request.keepResponseHeaders
+        s.body = body
+        s.keepHeaders = keepResponseHeaders
         s.context = context
         s.started = started
         let ud = s.opaque
-        var path = request.path
-        var method = request.method
+        var path = path
+        var method = method
         let empty = HeaderList()
         let id: Int32 = path.withUTF8 { pathBytes in
             method.withUTF8 { methodBytes in
-                request.headers.bytes.withUnsafeBufferPointer { h in
-                    request.requestHeaders.bytes.withUnsafeBufferPointer { r in
+                headers.bytes.withUnsafeBufferPointer { h in
+                    requestHeaders.bytes.withUnsafeBufferPointer { r in
                         (extra ?? empty).bytes.withUnsafeBufferPointer { e in
                             nvScratch.removeAll(keepingCapacity: true)
                             HTTP2Fields.append(&nvScratch, HTTP2Fields.method, methodBytes, noIndex: false)
@@ -31,12 +44,12 @@ extension HTTP2Session {
                             HTTP2Fields.append(&nvScratch, HTTP2Fields.authority, authority, noIndex: false)
                             // A path carries a device token: out of the HPACK table (reference §1.4).
                             HTTP2Fields.append(&nvScratch, HTTP2Fields.path, pathBytes, noIndex: true)
-                            HTTP2Fields.append(&nvScratch, request.headers.entries, h)
-                            HTTP2Fields.append(&nvScratch, request.requestHeaders.entries, r)
+                            HTTP2Fields.append(&nvScratch, headers.entries, h)
+                            HTTP2Fields.append(&nvScratch, requestHeaders.entries, r)
                             if let extra { HTTP2Fields.append(&nvScratch, extra.entries, e) }
                             if let idField { HTTP2Fields.append(&nvScratch, idField.name, idField.value, noIndex: true) }
                             return nvScratch.withUnsafeBufferPointer { nva in
-                                guard request.body != nil else {
+                                guard body != nil else {
                                     return nghttp2_submit_request(raw, nil, nva.baseAddress, nva.count, nil, ud)
                                 }
                                 var provider = nghttp2_data_provider()

@@ -65,7 +65,7 @@ final class HTTP2Session {
             if !headers.isEmpty { headers = [] }
             if !responseBody.isEmpty { responseBody = [] }
             keepHeaders = true
-            request = HTTP2ServerRequest(streamID: id)
+            request.reset(streamID: id)
         }
 
         var opaque: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }

@@ -30,7 +30,7 @@ extension APNSClientPool: HTTP2ClientDelegate {
     public func http2(_ c: HTTP2ClientConnection, completed context: AnyObject, result: Result<HTTP2Response, HTTP2StreamFailure>) {
         let r = unsafeDowncast(context, to: APNSRequest.self)
         let id = linkOf[ObjectIdentifier(c)]?.id
-        metrics.latency.observe(Double(Monotonic.nanos() &- r.sentAt) / 1e9)
+        tally.latency.observe(Double(Monotonic.nanos() &- r.sentAt) / 1e9)
         switch result {
         case .success(let resp):
             let outcome = PushOutcome.classify(
@@ -135,6 +135,12 @@ extension APNSClientPool: HTTP2ClientDelegate {
     }
 }
 
+/// What the pool's loop counted since its last flush into `PoolMetrics`. Loop-confined.
+struct PoolTally {
+    var delivered: UInt64 = 0
+    var latency: HistogramTally
+}
+
 /// The pool's metrics (style §11: base units, `_total` counters, closed label sets).
 final class PoolMetrics: Sendable {
     let registry: MetricsRegistry
@@ -174,9 +180,19 @@ final class PoolMetrics: Sendable {
         let reason: String
     }
 
-    func record(_ result: APNSResult, attempts: Int) {
+    /// Adds what `tally` counted on the loop (once per loop turn, and at shutdown).
+    func flush(_ tally: inout PoolTally) {
+        if tally.delivered > 0 {
+            delivered.inc(tally.delivered)
+            tally.delivered = 0
+        }
+        latency.add(&tally.latency)
+    }
+
+    /// Counts a final result: a delivery in `tally` (the hot path), anything else at once.
+    func record(_ result: APNSResult, attempts: Int, into tally: inout PoolTally) {
         if case .outcome(.delivered, _) = result {
-            delivered.inc()
+            tally.delivered += 1
             return
         }
         let (label, reason): (String, String)

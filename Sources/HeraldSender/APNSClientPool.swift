@@ -34,6 +34,9 @@ public final class APNSClientPool: @unchecked Sendable {
     var linkOf: [ObjectIdentifier: Link] = [:]
     var random = FastRandom()
     var finishedThisTurn = 0
+    /// Results and latencies counted on the loop, added to the shared metrics once per
+    /// turn (`releaseCapacity`): no atomic per answer.
+    var tally: PoolTally
     var dispatchScheduled = false
     let wallClock: WallClock = SystemClock()
 
@@ -57,6 +60,7 @@ public final class APNSClientPool: @unchecked Sendable {
         self.tls = try TLSContext.client(caFile: config.caFile)
         self.loop = try EventLoop(name: "apns-\(config.name)")
         self.metrics = PoolMetrics(registry: metrics, pool: config.name)
+        tally = PoolTally(latency: HistogramTally(for: self.metrics.latency))
         machine = PoolStateMachine(
             connections: config.connections, maxStreamsPerConnection: config.maxStreamsPerConnection, reconnect: config.reconnect)
         let box = UncheckedBox(self)
@@ -162,7 +166,7 @@ public final class APNSClientPool: @unchecked Sendable {
     /// Reports a final result; its capacity is freed at the end of this loop turn (one
     /// lock for all the answers one read brought in).
     func finish(_ r: APNSRequest, _ result: APNSResult) {
-        metrics.record(result, attempts: r.attempts)
+        metrics.record(result, attempts: r.attempts, into: &tally)
         r.template.sink.apnsCompleted(r, result: result)
         finishedThisTurn += 1
         if finishedThisTurn == 1 {
@@ -173,6 +177,7 @@ public final class APNSClientPool: @unchecked Sendable {
     private func releaseCapacity() {
         let n = finishedThisTurn
         finishedThisTurn = 0
+        metrics.flush(&tally)
         metrics.inFlight.set(Double(machine.inFlight))
         guard n > 0 else { return }
         capacity.lock()
@@ -222,11 +227,11 @@ public final class APNSClientPool: @unchecked Sendable {
                         finish(r, .cancelled)
                         continue
                     }
-                    let req = HTTP2Request(
-                        method: r.template.method, path: r.path, headers: r.template.headers, requestHeaders: r.headers,
-                        body: r.template.body, keepResponseHeaders: r.template.keepResponseHeaders)
-                    let uuid = r.template.generatesAPNSID ? HTTP2UUIDField(name: "apns-id", high: random.next(), low: random.next()) : nil
-                    let sid = c.submit(req, extra: auth, uuidField: uuid, now: now, context: r)
+                    let t = r.template
+                    let uuid = t.generatesAPNSID ? HTTP2UUIDField(name: "apns-id", high: random.next(), low: random.next()) : nil
+                    let sid = c.submit(
+                        method: t.method, path: r.path, headers: t.headers, requestHeaders: r.headers, body: t.body,
+                        keepResponseHeaders: t.keepResponseHeaders, extra: auth, uuidField: uuid, now: now, context: r)
                     guard sid != nil else {
                         // The connection took no more (going away, out of ids): the machine
                         // hears why from its delegate events; this request waits.
@@ -310,6 +315,7 @@ public final class APNSClientPool: @unchecked Sendable {
     private func closeAll() {
         run(machine.shutdown())
         while let r = queue.popFirst() { finish(r, .cancelled) }
+        metrics.flush(&tally)
     }
 
     private func registerGauges(_ registry: MetricsRegistry) {

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldCrypto
 import HeraldNet
+import Synchronization
 
 /// A local stand-in for APNs (issue #2, design "The APNs simulator"): HTTP/2 over TLS with
 /// token, broadcast and channel-management endpoints, JWT checks, APNs' status codes and
@@ -14,6 +15,9 @@ public final class APNSSimulator: Sendable {
     let listener: HTTP2Listener
     let state: Locked<State>
     let logger: Logger
+    /// Bumped (under `state`'s lock) whenever the faults or dead tokens change, so each
+    /// connection re-reads them only then, not under the lock for every request.
+    let faultsVersion = Atomic<Int>(0)
 
     struct State {
         var faults: SimulatorFaults
@@ -63,13 +67,21 @@ public final class APNSSimulator: Sendable {
     // MARK: - control (tests, benchmarks and the control port)
 
     /// Replaces the faults.
-    public func setFaults(_ f: SimulatorFaults) { state.withLock { $0.faults = f } }
+    public func setFaults(_ f: SimulatorFaults) {
+        state.withLock {
+            $0.faults = f
+            faultsVersion.add(1, ordering: .releasing)
+        }
+    }
     public var faults: SimulatorFaults { state.withLock { $0.faults } }
 
     /// Makes `tokens` answer 410 Unregistered with `since` (ms, default now) as APNs' timestamp.
     public func markDead(_ tokens: [String], sinceMillis: Int64? = nil) {
         let ms = sinceMillis ?? config.clock.nowMillis()
-        state.withLock { s in for t in tokens { s.deadTokens[t.lowercased()] = ms } }
+        state.withLock { s in
+            for t in tokens { s.deadTokens[t.lowercased()] = ms }
+            faultsVersion.add(1, ordering: .releasing)
+        }
     }
 
     /// Forgets everything received (channels stay).

@@ -14,12 +14,60 @@ final class SimConnectionState {
     /// (an ECDSA verification per request would make the simulator the bottleneck).
     var verified: [String: (kid: String, iss: String, iat: Int64)?] = [:]
     var authorized = false
-    /// The last accepted `authorization` value and its `iat` (the fast path).
-    var lastAuthorization: String?
+    /// The last accepted `authorization` value's bytes and its `iat` (the fast path: one
+    /// memcmp, no String).
+    var lastAuthorization: [UInt8]?
     var lastIssuedAt: Int64?
     var lowered = false
     var streams = 0
     var random = FastRandom()
+    /// The simulator's faults and dead tokens as of `faultsVersion`: re-read (under its
+    /// lock) only when they changed, so a request takes no lock for them.
+    var faultsVersion = -1
+    var faults = SimulatorFaults()
+    var deadTokens: [String: Int64] = [:]
+    /// Counts of this connection not yet added to the simulator's ledger: added once per
+    /// read (`http2ServerDelivered`), before the answers are written.
+    var counts = SimCounts()
+    /// An answer's fields, rebuilt in the same storage for every response.
+    var response = HeaderList()
+
+    /// Takes the simulator's current faults and dead tokens when they changed.
+    @inline(__always)
+    func refresh(from sim: APNSSimulator) {
+        guard sim.faultsVersion.load(ordering: .acquiring) != faultsVersion else { return }
+        sim.state.withLock { s in
+            faultsVersion = sim.faultsVersion.load(ordering: .acquiring)
+            faults = s.faults
+            deadTokens = s.deadTokens
+        }
+    }
+}
+
+/// Requests, token pushes accepted and answers by status, counted on a connection's loop.
+struct SimCounts {
+    var requests = 0
+    var accepted = 0
+    var ok = 0
+    var other: [Int: Int] = [:]
+
+    var isEmpty: Bool { requests == 0 && accepted == 0 && ok == 0 && other.isEmpty }
+
+    mutating func answered(_ status: Int) {
+        if status == 200 { ok += 1 } else { other[status, default: 0] += 1 }
+    }
+
+    /// Adds the counts to `ledger` and starts again from zero.
+    mutating func drain(into ledger: inout SimulatorLedger) {
+        ledger.requests += requests
+        ledger.accepted += accepted
+        if ok > 0 { ledger.responses[200, default: 0] += ok }
+        for (status, n) in other { ledger.responses[status, default: 0] += n }
+        requests = 0
+        accepted = 0
+        ok = 0
+        if !other.isEmpty { other.removeAll(keepingCapacity: true) }
+    }
 }
 
 /// An answer before it is sent.
@@ -54,74 +102,87 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
             }
         }
         st.streams += 1
-        let faults = sim.state.withLock { $0.faults }
-        var answer = evaluate(r, st, c, sim, faults)
+        st.refresh(from: sim)
+        let f = SimFields(r)
+        let answer = evaluate(r, f, st, c, sim, st.faults)
         let isError = answer.status >= 400
-        if isError, let lower = faults.streamsAfterError, !st.lowered {
+        if isError, let lower = st.faults.streamsAfterError, !st.lowered {
             st.lowered = true
             c.updateMaxConcurrentStreams(lower)
         } else if !isError && st.lowered {
             st.lowered = false
             c.updateMaxConcurrentStreams(sim.config.maxConcurrentStreams)
         }
-        let requestID = r.header("apns-id") ?? r.header("apns-request-id")
-        let idName = r.path.hasPrefix("/3/") ? "apns-id" : "apns-request-id"
-        if let id = requestID, Identifiers.isLowercaseUUID(id) {
-            answer.headers.append((idName, id))
+        // The answer's fields go into the connection's reused list: no String, no array.
+        st.response.removeAll()
+        for (name, value) in answer.headers { st.response.append(name, value) }
+        let idName: StaticString = r.pathBytes.starts(with: "/3/".utf8) ? "apns-id" : "apns-request-id"
+        if let id = SimFields.value(r, f.id) ?? SimFields.value(r, f.requestID), Identifiers.isLowercaseUUID(bytes: id) {
+            st.response.append(idName, bytes: id)
         } else {
-            answer.headers.append((idName, Identifiers.lowercaseUUID(using: &st.random)))
+            st.response.append(uuid: HTTP2UUIDField(name: idName, high: st.random.next(), low: st.random.next()), noIndex: false)
         }
         if answer.status == 200 || answer.status == 201 {
-            answer.headers.append(("apns-unique-id", Identifiers.lowercaseUUID(using: &st.random)))
+            st.response.append(uuid: HTTP2UUIDField(name: "apns-unique-id", high: st.random.next(), low: st.random.next()), noIndex: false)
         }
+        var body: [UInt8] = answer.body ?? []
         if let reason = answer.reason {
             var o: [String: JSON] = ["reason": .string(reason)]
             if let ts = answer.timestamp { o["timestamp"] = .int(ts) }
-            answer.body = JSON.object(o).encoded()
-            answer.headers.append(("content-type", "application/json"))
-            if let ra = faults.retryAfter, answer.status == 429 || answer.status == 503 {
-                answer.headers.append(("retry-after", String(ra)))
+            body = JSON.object(o).encoded()
+            st.response.append("content-type", "application/json")
+            if let ra = st.faults.retryAfter, answer.status == 429 || answer.status == 503 {
+                st.response.append("retry-after", String(ra))
             }
         }
-        sim.state.withLock { $0.ledger.responses[answer.status, default: 0] += 1 }
-        let send = { [weak c] in
-            guard let c else { return }
-            c.respond(streamID: r.streamID, status: answer.status, headers: HeaderList(answer.headers), body: answer.body ?? [])
-        }
-        if faults.latency > 0 {
-            c.loop.schedule(after: faults.latency, send)
+        st.counts.answered(answer.status)
+        let streamID = r.streamID
+        if st.faults.latency > 0 {
+            let fields = st.response
+            c.loop.schedule(after: st.faults.latency) { [weak c] in
+                c?.respond(streamID: streamID, status: answer.status, headers: fields, body: body)
+            }
         } else {
-            send()
+            c.respond(streamID: streamID, status: answer.status, headers: st.response, body: body)
         }
-        if faults.slowRead > 0 { c.pauseReading(for: faults.slowRead) }
-        if let n = faults.goAwayAfterStreams, st.streams == n {
-            c.goAway(lastStreamID: r.streamID, debugData: Array(#"{"reason":"\#(faults.goAwayReason)"}"#.utf8))
+        if st.faults.slowRead > 0 { c.pauseReading(for: st.faults.slowRead) }
+        if let n = st.faults.goAwayAfterStreams, st.streams == n {
+            c.goAway(lastStreamID: r.streamID, debugData: Array(#"{"reason":"\#(st.faults.goAwayReason)"}"#.utf8))
         }
     }
 
+    func http2ServerDelivered(_ c: HTTP2ServerConnection) {
+        guard let sim = simulator, let st = c.userInfo as? SimConnectionState, !st.counts.isEmpty else { return }
+        sim.state.withLock { st.counts.drain(into: &$0.ledger) }
+    }
+
     func http2ServerClosed(_ c: HTTP2ServerConnection, error: NetError?) {
-        guard let sim = simulator, c.userInfo != nil else { return }
+        guard let sim = simulator, let st = c.userInfo as? SimConnectionState else { return }
         sim.connections.withLock { $0[ObjectIdentifier(c)] = nil }
-        sim.state.withLock { $0.openConnections -= 1 }
+        sim.state.withLock {
+            st.counts.drain(into: &$0.ledger)
+            $0.openConnections -= 1
+        }
     }
 
     // MARK: - validation
 
     private func evaluate(
-        _ r: HTTP2ServerRequest, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator,
+        _ r: HTTP2ServerRequest, _ f: SimFields, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator,
         _ faults: SimulatorFaults
     ) -> SimAnswer {
-        sim.state.withLock { $0.ledger.requests += 1 }
+        st.counts.requests += 1
         enum Route {
-            case token(Substring)
+            case token(ArraySlice<UInt8>)
             case broadcast(String)
             case channels(String)
             case allChannels(String)
         }
         let route: Route
-        // The token route is the hot one: match its prefix without splitting the path.
-        if r.path.utf8.starts(with: "/3/device".utf8) && (r.path.utf8.count == 9 || r.path.utf8.dropFirst(9).first == UInt8(ascii: "/")) {
-            route = .token(r.path.dropFirst(min(10, r.path.count)))
+        // The token route is the hot one: match its prefix on the bytes, without a String.
+        let path = r.pathBytes
+        if path.starts(with: "/3/device".utf8) && (path.count == 9 || path[path.startIndex + 9] == UInt8(ascii: "/")) {
+            route = .token(path.dropFirst(min(10, path.count)))
         } else {
             let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             // parts[0] is "" for a path starting with "/".
@@ -137,16 +198,13 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         }
         // Methods per route.
         switch route {
-        case .token, .broadcast: if r.method != "POST" { return .error(405, "MethodNotAllowed") }
+        case .token, .broadcast: if !r.methodBytes.bytesEqual("POST") { return .error(405, "MethodNotAllowed") }
         case .channels: if !["POST", "GET", "DELETE"].contains(r.method) { return .error(405, "MethodNotAllowed") }
         case .allChannels: if r.method != "GET" { return .error(405, "MethodNotAllowed") }
         }
-        // A header sent twice (§3.1). A handful of fields: pairwise is cheaper than a set.
-        let hs = r.headers
-        for i in 0..<hs.count {
-            for j in (i + 1)..<hs.count where hs[i].name == hs[j].name { return .error(400, "DuplicateHeaders") }
-        }
-        if let denied = authenticate(r, st, c, sim) { return denied }
+        // A header sent twice (§3.1).
+        if f.duplicate { return .error(400, "DuplicateHeaders") }
+        if let denied = authenticate(r, f, st, c, sim) { return denied }
         if !sim.config.otherTeams.isEmpty {
             let bundle: String
             switch route {
@@ -164,7 +222,7 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
             }
         }
         switch route {
-        case .token(let token): return tokenPush(r, token: token, st, sim, faults)
+        case .token(let token): return tokenPush(r, f, token: token, st, sim, faults)
         case .broadcast(let bundle): return broadcast(r, bundle: bundle, sim)
         case .channels(let bundle): return manageChannel(r, bundle: bundle, sim)
         case .allChannels(let bundle): return listChannels(bundle: bundle, sim)
@@ -186,15 +244,16 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
     }
 
     /// Provider-token checks (reference §2, §1.3).
-    private func authenticate(_ r: HTTP2ServerRequest, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator)
-        -> SimAnswer?
-    {
-        guard let auth = r.header("authorization") else { return .error(403, "MissingProviderToken") }
+    private func authenticate(
+        _ r: HTTP2ServerRequest, _ f: SimFields, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator
+    ) -> SimAnswer? {
+        guard let authBytes = SimFields.value(r, f.authorization) else { return .error(403, "MissingProviderToken") }
         // The same JWT as this connection's last request: nothing new to check but its age.
-        if auth == st.lastAuthorization, let iat = st.lastIssuedAt {
+        if let last = st.lastAuthorization, authBytes.bytesEqual(last), let iat = st.lastIssuedAt {
             if Double(iat) < sim.config.clock.now() - sim.config.jwtMaxAge { return .error(403, "ExpiredProviderToken") }
             return nil
         }
+        let auth = String(decoding: authBytes, as: UTF8.self)
         let lower = auth.lowercased()
         guard lower.hasPrefix("bearer ") else { return .error(403, "InvalidProviderToken") }
         let token = String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces)
@@ -233,7 +292,7 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
             st.authorized = true
             c.updateMaxConcurrentStreams(sim.config.maxConcurrentStreams)
         }
-        st.lastAuthorization = auth
+        st.lastAuthorization = Array(authBytes)
         st.lastIssuedAt = iat
         return nil
     }

@@ -68,12 +68,22 @@ enum OpenAPISpec {
 
     struct SpecUnavailable: Error, CustomStringConvertible {
         var description: String
+        /// PyYAML ran and refused the file (or its JSON did not parse): the spec is broken,
+        /// which is a failure, not a reason to skip (`theSpecIsValidYAML`).
+        var specIsInvalid = false
     }
 
     static var hasDocument: Bool { (try? document.get()) != nil }
 
     private static func loadDocument() -> Result<JSON, SpecUnavailable> {
-        let script = "import json,sys,yaml; json.dump(yaml.safe_load(open(sys.argv[1], encoding='utf-8')), sys.stdout)"
+        let script = """
+            import json, sys
+            try:
+                import yaml
+            except ImportError:
+                sys.exit(3)
+            json.dump(yaml.safe_load(open(sys.argv[1], encoding='utf-8')), sys.stdout)
+            """
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["python3", "-c", script, path]
@@ -90,13 +100,17 @@ enum OpenAPISpec {
         let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         guard p.terminationStatus == 0 else {
+            // Exit 3: PyYAML is missing (skip); any other failure is the file's.
+            let missing = p.terminationStatus == 3
             return .failure(
-                SpecUnavailable(description: "python3 could not load the spec with PyYAML (Debian: python3-yaml): \(errText.suffix(300))"))
+                SpecUnavailable(
+                    description: "python3 could not load the spec with PyYAML (Debian: python3-yaml): \(errText.suffix(300))",
+                    specIsInvalid: !missing))
         }
         do {
             return .success(try JSON.parse(data))
         } catch {
-            return .failure(SpecUnavailable(description: "PyYAML's JSON did not parse: \(error)"))
+            return .failure(SpecUnavailable(description: "PyYAML's JSON did not parse: \(error)", specIsInvalid: true))
         }
     }
 

@@ -1,0 +1,69 @@
+import Glibc
+import HeraldNet
+
+/// Where the fields the simulator reads are in a request (reference §3.1, §4.1), found in
+/// one pass over the names: each lookup after that is an index, not a scan with a compare
+/// per field. Also says whether a field came twice (DuplicateHeaders).
+struct SimFields {
+    var authorization = -1
+    var topic = -1
+    var pushType = -1
+    var priority = -1
+    var expiration = -1
+    var id = -1
+    var collapseID = -1
+    var requestID = -1
+    var duplicate = false
+
+    init(_ r: HTTP2ServerRequest) {
+        var seen: UInt16 = 0
+        var others = 0
+        r.forEachRegularName { i, name in
+            let bit: UInt16
+            switch name.count {
+            case 7 where Self.is(name, "apns-id"):
+                id = i
+                bit = 1
+            case 10 where Self.is(name, "apns-topic"):
+                topic = i
+                bit = 2
+            case 13 where Self.is(name, "authorization"):
+                authorization = i
+                bit = 4
+            case 13 where Self.is(name, "apns-priority"):
+                priority = i
+                bit = 8
+            case 14 where Self.is(name, "apns-push-type"):
+                pushType = i
+                bit = 16
+            case 15 where Self.is(name, "apns-expiration"):
+                expiration = i
+                bit = 32
+            case 15 where Self.is(name, "apns-request-id"):
+                requestID = i
+                bit = 64
+            case 16 where Self.is(name, "apns-collapse-id"):
+                collapseID = i
+                bit = 128
+            default:
+                others += 1
+                return
+            }
+            if seen & bit != 0 { duplicate = true }
+            seen |= bit
+        }
+        // Two fields of other names may be the same one: compare those pairwise (rare).
+        if !duplicate && others > 1 { duplicate = r.hasDuplicateFields }
+    }
+
+    @inline(__always)
+    static func `is`(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
+        memcmp(b.baseAddress!, s.utf8Start, s.utf8CodeUnitCount) == 0
+    }
+
+    /// The value of the field at `index` (from one of the properties), nil when absent.
+    @inline(__always)
+    static func value(_ r: HTTP2ServerRequest, _ index: Int) -> ArraySlice<UInt8>? {
+        index < 0 ? nil : r.fields.valueBytes(at: index)
+    }
+}
