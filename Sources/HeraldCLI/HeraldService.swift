@@ -35,7 +35,7 @@ final class HeraldService: Sendable {
         var dbOptions = DatabaseOptions()
         dbOptions.synchronous = s.syncFull ? .full : .normal
         let target = StorageTarget(s.db)
-        let opened = try target.open(sqliteOptions: dbOptions)
+        let opened = try target.open(sqliteOptions: dbOptions, leaseSeconds: s.leaseSeconds)
         store = opened.storage
         closeStore = opened.close
         opened.sqlite?.db.registerMetrics(in: metrics)

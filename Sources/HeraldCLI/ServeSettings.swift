@@ -26,6 +26,9 @@ struct ServeSettings: Sendable {
             flag: "--db-sync", env: "HERALD_DB_SYNC", defaultValue: "full",
             help: "full: every commit fsynced (survives power loss); normal: survives a process crash only"),
         ServeOption(
+            flag: "--lease-seconds", env: "HERALD_LEASE_SECONDS", defaultValue: "15",
+            help: "PostgreSQL: how long a worker's lease on a channel's shards holds unless renewed (1-3600)"),
+        ServeOption(
             flag: "--admin-token", env: "HERALD_ADMIN_TOKEN", defaultValue: nil,
             help: "the admin bearer token; when absent one is made and written to --admin-token-file"),
         ServeOption(
@@ -92,6 +95,8 @@ struct ServeSettings: Sendable {
     var metricsListen: HostPort?
     var db = "./herald.db"
     var syncFull = true
+    /// PostgreSQL: the shard lease's duration (`HERALD_LEASE_SECONDS`).
+    var leaseSeconds = 15
     var adminToken: String?
     var adminTokenFile = ""
     var apnsKeyFile: String?
@@ -130,6 +135,7 @@ struct ServeSettings: Sendable {
         let sync = try args.option("--db-sync", env: "HERALD_DB_SYNC", default: "full")
         guard sync == "full" || sync == "normal" else { throw UsageError("--db-sync must be full or normal, got '\(sync)'") }
         s.syncFull = sync == "full"
+        s.leaseSeconds = try args.intOption("--lease-seconds", env: "HERALD_LEASE_SECONDS", range: 1...3600) ?? 15
         s.adminToken = try args.option("--admin-token", env: "HERALD_ADMIN_TOKEN")
         s.adminTokenFile =
             try args.option("--admin-token-file", env: "HERALD_ADMIN_TOKEN_FILE") ?? StorageTarget(s.db).defaultAdminTokenFile

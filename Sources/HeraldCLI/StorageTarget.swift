@@ -57,14 +57,14 @@ enum StorageTarget: Equatable {
     /// already have exactly this binary's schema (`herald migrate` applies it; see
     /// docs/postgres.md, "Schema and start-up"). Throws `CommandFailure` with what went
     /// wrong (no password in it).
-    func open(sqliteOptions: DatabaseOptions = DatabaseOptions()) throws -> Opened {
+    func open(sqliteOptions: DatabaseOptions = DatabaseOptions(), leaseSeconds: Int = 15) throws -> Opened {
         do {
             switch self {
             case .sqlite(let path):
                 let s = try Store(path: path, options: sqliteOptions)
                 return Opened(storage: s, close: { s.close() }, sqlite: s)
             case .postgres(let url):
-                let s = try PostgresStore(url: url, migrate: false)
+                let s = try PostgresStore(url: url, leaseDuration: .seconds(leaseSeconds), migrate: false)
                 return Opened(storage: s, close: { s.close() }, sqlite: nil)
             }
         } catch let e as StoreError {

@@ -59,6 +59,18 @@ public enum FanoutAction: Sendable {
     case release(RunID)
     /// Give the channel's lease back.
     case releaseLease(Lease)
+    /// Renew the shared lease → `leaseRenewed` (the time it was asked for with it).
+    case renewLease(Lease)
+    /// Tell storage this worker is alive and read every unfinished event → `polled`.
+    case poll
+    /// Take the channel if any of its shards are free (as a notice of its event does).
+    case acquire(channelNum: Int64)
+    /// Renew and grow the channel's lease and read its unfinished events on it →
+    /// `leaseRefreshed` (or `refreshFailed`).
+    case refresh(channelNum: Int64)
+    /// The channel's requests not yet written to APNs are dropped after `until` (the lease
+    /// clock).
+    case leaseDeadline(channelNum: Int64, until: Double)
     /// Sweep expired subscriptions and old events, refresh the subscription gauges (in the
     /// background).
     case sweep(retentionMillis: Int64)
@@ -81,6 +93,9 @@ public struct RunStart: Sendable {
     public var bundleID: String
     public var expiration: Int64?
     public var payload: [UInt8]
+    /// The lease's local deadline (the lease clock; nil: none): the run's requests not yet
+    /// written by then are dropped.
+    public var deadline: Double?
 }
 
 /// The next tokens of a run's pass.
@@ -176,6 +191,8 @@ public struct CatchUpSubmit: Sendable, Equatable {
     public var bundleID: String
     public var source: CatchUpSource
     public var items: [CatchUpItem]
+    /// The lease's local deadline (nil: none), as `RunStart.deadline`.
+    public var deadline: Double? = nil
 }
 
 public struct CatchUpItem: Sendable, Equatable {

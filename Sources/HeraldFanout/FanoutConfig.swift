@@ -36,6 +36,19 @@ public struct FanoutConfig: Sendable {
     /// ones are dropped and counted (`herald_catchup_dropped_total`): they get the channel's
     /// next event instead of the current state.
     public var maxPendingCatchUps = 100_000
+    /// Shared leases (several workers on PostgreSQL): a lease's local deadline is the time
+    /// the database said was left, counted from when the worker asked, less this share of
+    /// it (a safety margin for the round trip and the sender's queue).
+    public var leaseMargin = 0.2
+    /// A shared lease is renewed once this share of its validity has passed (checkpoints
+    /// renew it in the database as well).
+    public var leaseRenewal = 1.0 / 3
+    /// How often the unfinished events of every channel are polled when the backend is
+    /// shared (the fallback of `LISTEN/NOTIFY`, and how free shards are found).
+    public var pollInterval: Double = 1
+    /// A shared channel with nothing to send for this long is handed back (so the shards
+    /// of later events are shared out again between the workers alive then).
+    public var idleLeaseRelease: Double = 30
 
     /// After a failed scan (the database unreachable, PostgreSQL restarting), the run's next
     /// scan waits `scanRetry.bound(n)` seconds after the n-th failure in a row (0.05 s

@@ -11,7 +11,8 @@ extension FanoutEngine {
         switch action {
         case .loadEvents(let num, let after, let through):
             do {
-                let events = try store.unfinishedEvents(channelNum: num, afterSeq: after, throughSeq: through)
+                let shards = scheduler.lease(channelNum: num)?.shards ?? .all
+                let events = try store.unfinishedEvents(channelNum: num, shards: shards, afterSeq: after, throughSeq: through)
                 return scheduler.eventsLoaded(channelNum: num, throughSeq: through, events)
             } catch {
                 logger.error("fanout.load_failed", ["channel_num": .int(num), "seq": .int(through), "error": .string("\(error)")])
@@ -42,7 +43,11 @@ extension FanoutEngine {
             let batches = c.batches
             store.checkpoint(eventID: c.eventID, shards: c.shards, cursor: c.cursor, wrapped: c.wrapped, counters: c.counters) {
                 [weak self] error in
-                self?.post(error.map { .checkpointFailed(id, error: "\($0)") } ?? .checkpointed(id, batches: batches))
+                if error is LeaseLost {
+                    self?.post(.leaseLost(id))
+                } else {
+                    self?.post(error.map { .checkpointFailed(id, error: "\($0)") } ?? .checkpointed(id, batches: batches))
+                }
             }
             return []
         case .prune(let p):
@@ -73,6 +78,8 @@ extension FanoutEngine {
                     self?.observer.get()?.eventFinished(f, recorded: recorded)
                     return
                 }
+                // Lost lease: the new holder finishes those shards.
+                guard !(error is LeaseLost) else { return }
                 self?.post(.finishFailed(f, error: "\(error)"))
             }
             if let reporting {
@@ -87,12 +94,18 @@ extension FanoutEngine {
             return []
         case .retryFinishes(let list):
             for f in list {
-                let ok =
-                    (try? store.finishEvent(
+                var ok = true
+                var written = true
+                do {
+                    try store.finishEvent(
                         eventID: f.eventID, shards: f.shards, state: f.state, counters: f.counters, reason: f.reason,
-                        supersededBy: f.supersededBy)) != nil
+                        supersededBy: f.supersededBy)
+                } catch {
+                    written = false
+                    ok = error is LeaseLost  // the new holder finishes those shards
+                }
                 scheduler.finishRetried(f, recorded: ok)
-                if ok { observer.get()?.eventFinished(f, recorded: false) }
+                if written { observer.get()?.eventFinished(f, recorded: false) }
             }
             return []
         case .recordBroadcast(let id, let state, let reason):
@@ -116,10 +129,53 @@ extension FanoutEngine {
             templates[id] = nil
             unsubmitted[id] = nil
             broadcastRequests[id] = nil
+            runChannels[id] = nil
             return []
         case .releaseLease(let lease):
             store.releaseLease(lease)
+            // Catch-ups still queued in the sender are this lease's no more.
+            catchUpTemplates[lease.channelNum]?.template.cancel()
             catchUpTemplates[lease.channelNum] = nil
+            return []
+        case .renewLease(let lease):
+            let askedAt = leaseClock.now()
+            do {
+                let renewed = try store.renewLease(lease)
+                return scheduler.leaseRenewed(channelNum: lease.channelNum, renewed, askedAt: askedAt)
+            } catch {
+                logger.warning("fanout.lease_renew_failed", ["channel_num": .int(lease.channelNum), "error": .string("\(error)")])
+                return scheduler.leaseRenewed(channelNum: lease.channelNum, nil, askedAt: askedAt, failed: true)
+            }
+        case .poll:
+            do {
+                try store.heartbeat()
+                return scheduler.polled(unfinished: try store.unfinishedEvents())
+            } catch {
+                logger.warning("fanout.poll_failed", ["error": .string("\(error)")])
+                return []
+            }
+        case .acquire(let num):
+            do {
+                _ = try ensureChannel(num)
+            } catch {
+                logger.warning("fanout.acquire_failed", ["channel_num": .int(num), "error": .string("\(error)")])
+            }
+            return []
+        case .refresh(let num):
+            let askedAt = leaseClock.now()
+            do {
+                let lease = try store.claimShare(channelNum: num)
+                let events = try lease.map { try store.unfinishedEvents(channelNum: num, shards: $0.shards, afterSeq: 0, throughSeq: .max) }
+                return scheduler.leaseRefreshed(channelNum: num, lease, askedAt: askedAt, events: events ?? [])
+            } catch {
+                logger.warning("fanout.refresh_failed", ["channel_num": .int(num), "error": .string("\(error)")])
+                scheduler.refreshFailed(channelNum: num)
+                return []
+            }
+        case .leaseDeadline(let num, let until):
+            let nanos = monotonicNanos(until)
+            for (run, ch) in runChannels where ch == num { templates[run]?.setDeadline(monotonicNanos: nanos) }
+            catchUpTemplates[num]?.template.setDeadline(monotonicNanos: nanos)
             return []
         case .sweep(let retention):
             sweep(retentionMillis: retention)
@@ -139,19 +195,27 @@ extension FanoutEngine {
         store.markSending(eventID: eventID, shards: s.shards, targets: s.targets, passStart: s.passStart, priority: s.priority) {
             [weak self] error in
             guard let self, let error else { return }
+            if error is LeaseLost {
+                self.post(.leaseLost(id))
+                return
+            }
             self.logger.error("fanout.mark_sending_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
             self.post(.checkpointFailed(id, error: "\(error)"))
         }
         guard s.usesTokens else { return }
-        templates[id] = APNSTemplate(
+        let template = APNSTemplate(
             headers: HeaderList(APNSRequests.tokenPushFields(bundleID: s.bundleID, priority: s.priority, expiration: s.expiration)),
             body: HTTP2Body(s.payload), sink: RunSink(engine: self, run: id, batchSize: config.batchSize),
             keepResponseHeaders: false, generatesAPNSID: true)
+        if let d = s.deadline { template.setDeadline(monotonicNanos: monotonicNanos(d)) }
+        templates[id] = template
+        runChannels[id] = s.channelNum
         let store = self.store
         let num = s.channelNum
         let kind = s.kind
+        let shards = s.shards
         DispatchQueue.global().async { [weak self] in
-            if let n = try? store.countSubscriptions(channelNum: num, kind: kind) { self?.post(.targets(id, n)) }
+            if let n = try? store.countSubscriptions(channelNum: num, kind: kind, shards: shards) { self?.post(.targets(id, n)) }
         }
     }
 
@@ -218,12 +282,19 @@ extension FanoutEngine {
             }
             catchUpTemplates[c.channelNum] = (key, template)
         }
+        if let d = c.deadline { template.setDeadline(monotonicNanos: monotonicNanos(d)) }
         let requests = c.items.map { item in
             let r = APNSRequest(path: APNSRequests.tokenPath(Hex.encode(item.token)), template: template, index: item.id)
             r.express = true
             return r
         }
         return scheduler.catchUpSubmitted(accepted: transports.tokens(c.environment, bundleID: c.bundleID).trySubmit(requests))
+    }
+
+    /// `until` on the lease clock as `Monotonic.nanos()` (what the sender compares).
+    func monotonicNanos(_ until: Double) -> UInt64 {
+        let left = max(0, until - leaseClock.now())
+        return Monotonic.nanos() &+ UInt64(left * 1e9)
     }
 
     /// Expired subscriptions and old events, in the background (not on the engine thread).

@@ -24,6 +24,10 @@ public final class FanoutEngine: @unchecked Sendable {
     /// Who hears of finished events, pruned subscriptions and guard trips (the webhooks);
     /// set before `start` or at any time, read on the engine and storage threads.
     public let observer = Locked<(any FanoutObserver)?>(nil)
+    /// What lease deadlines are measured on (monotonic; a manual clock in tests).
+    let leaseClock: WallClock
+    /// Stops the storage's event feed (nil: it has none).
+    private var stopFeed: (@Sendable () -> Void)?
 
     let cond = NSCondition()
     var inbox: [Message] = []
@@ -53,6 +57,8 @@ public final class FanoutEngine: @unchecked Sendable {
     var broadcastRequests: [RunID: APNSRequest] = [:]
     /// The catch-up template of each channel and what it was made from.
     var catchUpTemplates: [Int64: (source: CatchUpKey, template: APNSTemplate)] = [:]
+    /// The channel of each started run (its template's deadline follows the lease).
+    var runChannels: [RunID: Int64] = [:]
     var random = FastRandom()
 
     enum CatchUpKey: Equatable {
@@ -71,13 +77,18 @@ public final class FanoutEngine: @unchecked Sendable {
         /// `sentAtMillis` are read here (the inbox's lock orders the two threads).
         case answer(RequestID, APNSResult, APNSRequest)
         case closed(String)
-        case registered(channelID: String, tokens: [[UInt8]])
+        /// Late joiners; `relayed`: told by another worker (not passed on again).
+        case registered(channelID: String, tokens: [[UInt8]], relayed: Bool)
         case targets(RunID, Int64)
         /// A checkpoint write covering `batches` batches committed (or failed).
         case checkpointed(RunID, batches: Int)
         case checkpointFailed(RunID, error: String)
         /// The database refused an event's final state: written again later.
         case finishFailed(FinishRecord, error: String)
+        /// A fenced write of the run found its lease held by another worker.
+        case leaseLost(RunID)
+        /// The storage's feed may have missed events: poll now.
+        case pollNow
 
         var isNotice: Bool {
             switch self {
@@ -88,9 +99,10 @@ public final class FanoutEngine: @unchecked Sendable {
     }
 
     /// `transports` gives the sender for each environment and kind of push.
+    /// `leaseClock` measures shared leases' deadlines (monotonic unless a test drives it).
     public init(
         store: any FanoutStorage, transports: PushTransports, config: FanoutConfig = FanoutConfig(), logger: Logger,
-        metrics: MetricsRegistry
+        metrics: MetricsRegistry, leaseClock: WallClock = MonotonicClock()
     ) {
         self.store = store
         self.transports = transports
@@ -98,7 +110,9 @@ public final class FanoutEngine: @unchecked Sendable {
         self.logger = logger.with(subsystem: "fanout")
         self.metrics = FanoutMetrics(metrics)
         clock = store.clock
-        scheduler = FanoutScheduler(config: config, clock: store.clock, fanoutMetrics: self.metrics, logger: self.logger)
+        self.leaseClock = leaseClock
+        scheduler = FanoutScheduler(
+            config: config, clock: store.clock, leaseClock: leaseClock, fanoutMetrics: self.metrics, logger: self.logger)
         // Weak: the registry keeps the sampler and `self.metrics` keeps the registry; a strong
         // capture made a cycle that leaked every engine (LeakSanitizer, scripts/sanitizers).
         metrics.sampledGauge(
@@ -116,6 +130,7 @@ public final class FanoutEngine: @unchecked Sendable {
         // the process's descriptors are settled once `start` returns (it is used only by
         // the engine thread from then on). A failure is retried and logged by `run`.
         scanner = try? store.makeScanner()
+        startFeed()
         let finished = self.finished
         let t = Thread { [weak self] in
             ThreadName.set("fanout")
@@ -137,6 +152,8 @@ public final class FanoutEngine: @unchecked Sendable {
         cond.broadcast()
         cond.unlock()
         if wasRunning { finished.wait() }
+        stopFeed?()
+        stopFeed = nil
     }
 
     /// Opens APNs connections for `environment` now (a channel there exists). Any thread.
@@ -161,7 +178,7 @@ public final class FanoutEngine: @unchecked Sendable {
     /// has one and catch-up is on. One message however many tokens. Any thread.
     public func notifyRegistered(channelID: String, tokens: [[UInt8]]) {
         guard !tokens.isEmpty else { return }
-        post(.registered(channelID: channelID, tokens: tokens))
+        post(.registered(channelID: channelID, tokens: tokens, relayed: false))
     }
 
     /// One late joiner; as `notifyRegistered(channelID:tokens:)`.
@@ -239,6 +256,20 @@ public final class FanoutEngine: @unchecked Sendable {
         return busy
     }
 
+    /// Subscribes to the storage's feed of events committed by any worker; a backend that
+    /// has one is shared, so the scheduler also polls. Tests call it on an engine they drive.
+    func startFeed() {
+        guard stopFeed == nil else { return }
+        stopFeed = store.watchEvents { [weak self] notice in
+            switch notice {
+            case .event(let id): self?.post(.event(id))
+            case .joined(let channelID, let tokens): self?.post(.registered(channelID: channelID, tokens: tokens, relayed: true))
+            case .missed: self?.post(.pollNow)
+            }
+        }
+        scheduler.polling = stopFeed != nil
+    }
+
     /// Opens the scanner and takes every unfinished event (what `start` does first).
     func resume() throws {
         if scanner == nil { scanner = try store.makeScanner() }
@@ -256,8 +287,13 @@ public final class FanoutEngine: @unchecked Sendable {
         }
         let events = try store.unfinishedEvents()
         var seen = Set<Int64>()
-        for e in events where seen.insert(e.channelNum).inserted { _ = try ensureChannel(e.channelNum) }
-        scheduler.resumed(events)
+        var shared = Set<Int64>()
+        for e in events where seen.insert(e.channelNum).inserted {
+            _ = try ensureChannel(e.channelNum)
+            if scheduler.lease(channelNum: e.channelNum)?.validFor != nil { shared.insert(e.channelNum) }
+        }
+        // Shared leases read their events with their shards' progress (`ensureChannel`).
+        scheduler.resumed(events.filter { !shared.contains($0.channelNum) })
         if !events.isEmpty {
             logger.info("fanout.resumed", ["events": .int(Int64(events.count)), "channels": .int(Int64(seen.count))])
         }
@@ -267,10 +303,25 @@ public final class FanoutEngine: @unchecked Sendable {
     /// it. False: closed, unknown, or its shards leased elsewhere.
     func ensureChannel(_ num: Int64) throws -> Bool {
         if scheduler.knows(channelNum: num) { return true }
-        guard let ch = try store.channel(num: num), ch.isOpen, let lease = try store.acquireLease(channelNum: num) else {
+        let askedAt = leaseClock.now()
+        guard let ch = try store.channel(num: num), ch.isOpen, let lease = try store.claimShare(channelNum: num) else {
             return false
         }
-        scheduler.channelOpened(ch, lease: lease, lastFinishedSeq: try store.lastFinishedSeq(channelNum: num))
+        guard lease.validFor != nil else {
+            scheduler.channelOpened(ch, lease: lease, lastFinishedSeq: try store.lastFinishedSeq(channelNum: num), askedAt: askedAt)
+            return true
+        }
+        // A shared lease: every unfinished event, with its progress on these shards (an
+        // older event may still be owed to a shard another worker gave up).
+        scheduler.channelOpened(ch, lease: lease, lastFinishedSeq: 0, askedAt: askedAt)
+        do {
+            scheduler.resumed(try store.unfinishedEvents(channelNum: num, shards: lease.shards, afterSeq: 0, throughSeq: .max))
+        } catch {
+            var dropped: [FanoutAction] = []
+            scheduler.giveUp(num, reason: "idle", &dropped)
+            execute(dropped)
+            throw error
+        }
         return true
     }
 
@@ -294,12 +345,16 @@ public final class FanoutEngine: @unchecked Sendable {
                 logger.error("fanout.load_failed", ["event_id": .string(e.id), "error": .string("\(error)")])
             }
         case .closed(let id): execute(scheduler.channelClosed(id: id))
-        case .registered(let id, let tokens):
+        case .registered(let id, let tokens, let relayed):
             do {
-                guard let ch = try store.channel(id: id), ch.isOpen, ch.catchUp, ch.mode.usesTokens, try ensureChannel(ch.num) else {
-                    return
+                guard let ch = try store.channel(id: id), ch.isOpen, ch.catchUp, ch.mode.usesTokens else { return }
+                let held = try ensureChannel(ch.num) ? scheduler.lease(channelNum: ch.num) : nil
+                // Shared leases: the tokens of shards another worker holds are its to catch up.
+                if !relayed, held?.shards.isAll != true {
+                    let theirs = held.map { l in tokens.filter { !l.shards.holds(token: $0) } } ?? tokens
+                    if !theirs.isEmpty { store.announceJoined(channelID: id, tokens: theirs) }
                 }
-                scheduler.registered(ch, tokens: tokens)
+                if held != nil { scheduler.registered(ch, tokens: tokens) }
             } catch {
                 logger.warning("fanout.catchup_failed", ["channel": .string(id), "error": .string("\(error)")])
             }
@@ -307,6 +362,8 @@ public final class FanoutEngine: @unchecked Sendable {
         case .checkpointed(let id, let batches): scheduler.checkpointCommitted(id, batches: batches)
         case .checkpointFailed(let id, let error): scheduler.checkpointFailed(id, error: error)
         case .finishFailed(let f, let error): scheduler.finishFailed(f, error: error)
+        case .leaseLost(let id): execute(scheduler.leaseLost(run: id))
+        case .pollNow: scheduler.pollSoon()
         }
     }
 

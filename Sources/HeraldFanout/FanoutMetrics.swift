@@ -7,6 +7,8 @@ final class FanoutMetrics: Sendable {
     let superseded, pruned, guardTrips, catchUps, catchUpsDropped, downgrades, broadcasts, broadcastFailures: Counter
     let duration, firstPush: Histogram
     let activeEvents: Gauge
+    /// Shared leases whose channel grew by shards freed elsewhere.
+    let leasesTaken: Counter
     /// Token pushes of events by final result (closed set).
     let pushSent, pushFailed, pushDead, pushSkipped: Counter
 
@@ -34,6 +36,8 @@ final class FanoutMetrics: Sendable {
             "herald_publish_to_first_push_seconds", help: "Time from accepting a publish to handing its first push to the sender.",
             buckets: Histogram.latencySeconds)
         activeEvents = r.gauge("herald_fanout_active_events", help: "Events being sent now.")
+        leasesTaken = r.counter(
+            "herald_fanout_lease_takeovers_total", help: "Shared channel leases that grew by shards another worker had held.")
         func pushes(_ result: String) -> Counter {
             r.counter("herald_fanout_pushes_total", help: "Token pushes of events by final result.", labels: ["result": result])
         }
@@ -41,6 +45,8 @@ final class FanoutMetrics: Sendable {
         pushFailed = pushes("failed")
         pushDead = pushes("dead_token")
         pushSkipped = pushes("skipped")
+        // Both series from the start (0 until a lease is given up), so alerts see them.
+        for reason in ["expired", "lost"] { _ = leasesLost(reason) }
     }
 
     /// Live subscriptions of every channel, by kind (refreshed by the sweep, not per scrape:
@@ -49,6 +55,14 @@ final class FanoutMetrics: Sendable {
         registry.gauge(
             "herald_subscriptions", help: "Subscriptions in the registry, by kind (refreshed every sweep).", labels: ["kind": kind.rawValue]
         )
+    }
+
+    /// Shared leases given up before their channel was done with: `expired` (the local
+    /// deadline passed) or `lost` (another worker holds a shard now).
+    func leasesLost(_ reason: String) -> Counter {
+        registry.counter(
+            "herald_fanout_leases_lost_total", help: "Shared channel leases given up mid-work, by reason (expired, lost).",
+            labels: ["reason": reason])
     }
 
     func events(_ kind: String, _ state: String) -> Counter {

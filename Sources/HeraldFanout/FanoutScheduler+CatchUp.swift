@@ -23,6 +23,8 @@ extension FanoutScheduler {
         guard channel.isOpen, channel.catchUp, channel.mode.usesTokens, var ch = channels[channel.num] else { return }
         ch.channel = channel
         channels[channel.num] = ch
+        // Tokens of shards another worker holds are its to catch up.
+        let tokens = ch.lease.shards.isAll ? tokens : tokens.filter { ch.lease.shards.holds(token: $0) }
         let room = max(0, config.maxPendingCatchUps - pendingCatchUps.count)
         for token in tokens.prefix(room) { pendingCatchUps.append((channel.num, token)) }
         if tokens.count > room {
@@ -48,7 +50,12 @@ extension FanoutScheduler {
     mutating func continueFlush() -> [FanoutAction] {
         guard var f = flush else { return [] }
         while let (num, _) = pendingCatchUps.first {
-            guard let ch = channels[num] else {  // closed since
+            var lapsed: [FanoutAction] = []
+            guard leaseHolds(num, &lapsed), let ch = channels[num] else {  // closed or given up since
+                if !lapsed.isEmpty {
+                    flush = f
+                    return lapsed + continueFlush()
+                }
                 _ = pendingCatchUps.popFirst()
                 continue
             }
@@ -80,7 +87,7 @@ extension FanoutScheduler {
                 .catchUp(
                     CatchUpSubmit(
                         channelNum: num, environment: ch.channel.environment, bundleID: ch.channel.bundleID, source: source,
-                        items: items))
+                        items: items, deadline: ch.leaseDeadline))
             ]
         }
         flush = nil

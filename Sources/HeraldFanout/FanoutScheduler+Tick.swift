@@ -27,7 +27,8 @@ extension FanoutScheduler {
     }
 
     mutating func stepChannel(_ num: Int64, _ actions: inout [FanoutAction]) {
-        guard var ch = channels[num] else { return }
+        // Past the lease's local deadline nothing more is sent for its shards.
+        guard leaseHolds(num, &actions), var ch = channels[num] else { return }
         // Superseded runs finish once their last requests are answered.
         let done = ch.draining.filter { runs[$0]?.drained ?? true }
         if !done.isEmpty {
@@ -78,7 +79,8 @@ extension FanoutScheduler {
             let newer = e.kind == .update ? ch.pending.dropFirst().prefix(while: { $0.kind != .start }).first : nil
             if let newer {
                 ch.pending.removeFirst()
-                var r = RunState(id: newRunID(), record: e, channel: ch.channel)
+                var r = RunState(
+                    id: newRunID(), record: e, channel: ch.channel, shards: ch.pendingShards.removeValue(forKey: e.id) ?? ch.lease.shards)
                 r.stopped = true
                 r.stopState = .superseded
                 r.supersededBy = newer.id
@@ -97,7 +99,8 @@ extension FanoutScheduler {
                 return
             }
             ch.pending.removeFirst()
-            var r = RunState(id: newRunID(), record: e, channel: ch.channel)
+            var r = RunState(
+                id: newRunID(), record: e, channel: ch.channel, shards: ch.pendingShards.removeValue(forKey: e.id) ?? ch.lease.shards)
             if e.passStart == nil, let inherited = ch.inheritedStart {
                 r.passStart = inherited
                 r.scanCursor = inherited
@@ -131,9 +134,10 @@ extension FanoutScheduler {
         actions.append(
             .start(
                 RunStart(
-                    run: run.id, eventID: run.record.id, channelNum: ch.channel.num, shards: ch.lease.shards, kind: run.kind,
+                    run: run.id, eventID: run.record.id, channelNum: ch.channel.num, shards: run.shards, kind: run.kind,
                     targets: run.counters.targets, passStart: run.passStart, priority: run.priority, usesTokens: run.usesTokens,
-                    bundleID: ch.channel.bundleID, expiration: run.record.expiration, payload: run.record.payload)))
+                    bundleID: ch.channel.bundleID, expiration: run.record.expiration, payload: run.record.payload,
+                    deadline: ch.leaseDeadline)))
         logger.info(
             "fanout.event_started",
             [
@@ -186,16 +190,22 @@ extension FanoutScheduler {
 
     func scanRequest(_ run: RunState, _ ch: ChannelState) -> ScanRequest {
         ScanRequest(
-            run: run.id, channelNum: ch.channel.num, kind: run.kind, shards: ch.lease.shards, after: run.scanCursor,
+            run: run.id, channelNum: ch.channel.num, kind: run.kind, shards: run.shards, after: run.scanCursor,
             before: run.scanWrapped ? run.passStart : nil, limit: config.batchSize)
     }
 
     /// Tokens read for a run's pass.
     public mutating func batchScanned(_ id: RunID, _ rows: [(token: [UInt8], registeredAtMillis: Int64)]) -> [FanoutAction] {
-        guard var run = runs[id] else { return [] }
-        run.scanning = false
-        run.scanFailures = 0
+        guard runs[id] != nil else { return [] }
+        runs[id]?.scanning = false
+        runs[id]?.scanFailures = 0
         var actions: [FanoutAction] = []
+        // The lease ran out while the rows were read: they are not sent (the channel is given
+        // up, and the run with it).
+        if let num = runs[id]?.channelNum, !leaseHolds(num, &actions) {
+            return actions + releaseIfDone(id)
+        }
+        guard var run = runs[id] else { return actions }
         if rows.count < config.batchSize && (run.scanWrapped || run.passStart.isEmpty) {
             run.scanDone = true
         } else if rows.isEmpty {
@@ -292,7 +302,6 @@ extension FanoutScheduler {
 
     mutating func completeFinish(_ id: RunID, _ actions: inout [FanoutAction]) {
         guard var run = runs[id] else { return }
-        let ch = channels[run.channelNum]
         var state = run.stopState ?? .done
         if run.stopState == nil && run.usesTokens == false && run.record.broadcastState == .failed { state = .failed }
         if state == .superseded { run.counters.skipped = run.unreached }
@@ -300,10 +309,13 @@ extension FanoutScheduler {
             run.counters.targets = run.counters.sent + run.counters.failed + run.counters.pruned
         }
         runs[id] = nil
+        if state == .done, channels[run.channelNum]?.lease.validFor != nil {
+            finishedHere[run.record.id, default: .empty] = finishedHere[run.record.id, default: .empty].union(run.shards)
+        }
         actions.append(
             .finish(
                 FinishRecord(
-                    eventID: run.record.id, shards: ch?.lease.shards ?? .all, state: state, counters: run.counters, reason: run.stopReason,
+                    eventID: run.record.id, shards: run.shards, state: state, counters: run.counters, reason: run.stopReason,
                     supersededBy: run.supersededBy)))
         actions.append(.release(id))
         let now = clock.now()
@@ -347,7 +359,7 @@ extension FanoutScheduler {
                 actions.append(
                     .checkpoint(
                         CheckpointWrite(
-                            run: id, eventID: run.record.id, shards: ch.lease.shards, cursor: run.checkpointCursor,
+                            run: id, eventID: run.record.id, shards: run.shards, cursor: run.checkpointCursor,
                             wrapped: run.checkpointWrapped, counters: run.counters, batches: run.batchesCheckpointed)))
             }
         }
@@ -355,6 +367,7 @@ extension FanoutScheduler {
             lastFinishRetry = now
             actions.append(.retryFinishes(unrecordedFinishes))
         }
+        leaseHousekeeping(&actions)
         if now - lastSweep >= config.sweepInterval {
             lastSweep = now
             actions.append(.sweep(retentionMillis: Int64(config.eventRetention * 1000)))

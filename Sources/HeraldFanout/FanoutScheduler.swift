@@ -20,6 +20,8 @@ import HeraldStore
 public struct FanoutScheduler {
     let config: FanoutConfig
     let clock: WallClock
+    /// What lease deadlines are measured on (monotonic in production).
+    let leaseClock: WallClock
     let metrics: FanoutMetrics
     let logger: Logger
 
@@ -43,19 +45,28 @@ public struct FanoutScheduler {
     var lastSweep: Double
     /// Something moved since `takeProgress` was last called.
     var progressed = false
+    /// The backend is shared with other workers: poll for events and free shards.
+    public var polling = false
+    var lastPoll = -Double.infinity
+    /// Events whose run ended here, with its shards, while the event is unfinished in
+    /// storage (its final write may still be queued): a reload does not send them again.
+    var finishedHere: [String: ShardSet] = [:]
 
     /// Catch-ups handed to the sender in one submission, and at most per round (a 100 000
     /// token batch must not stall the round over the channels).
     static let catchUpChunk = 500
 
     /// `metrics` is where it counts (a fresh registry in tests).
-    public init(config: FanoutConfig, clock: WallClock, metrics: MetricsRegistry, logger: Logger) {
-        self.init(config: config, clock: clock, fanoutMetrics: FanoutMetrics(metrics), logger: logger)
+    public init(
+        config: FanoutConfig, clock: WallClock, leaseClock: WallClock = MonotonicClock(), metrics: MetricsRegistry, logger: Logger
+    ) {
+        self.init(config: config, clock: clock, leaseClock: leaseClock, fanoutMetrics: FanoutMetrics(metrics), logger: logger)
     }
 
-    init(config: FanoutConfig, clock: WallClock, fanoutMetrics: FanoutMetrics, logger: Logger) {
+    init(config: FanoutConfig, clock: WallClock, leaseClock: WallClock, fanoutMetrics: FanoutMetrics, logger: Logger) {
         self.config = config
         self.clock = clock
+        self.leaseClock = leaseClock
         metrics = fanoutMetrics
         self.logger = logger
         // The first sweep (and subscription count) runs a few seconds after start.
@@ -86,12 +97,40 @@ public struct FanoutScheduler {
 
     // MARK: - intake
 
-    /// A channel taken by this process: its settings, the lease on its shards, and the
-    /// highest `seq` finished before (those events are not taken again).
-    public mutating func channelOpened(_ channel: Channel, lease: Lease, lastFinishedSeq: Int64) {
+    /// A channel taken by this process: its settings, the lease on its shards (asked for at
+    /// `askedAt` on the lease clock), and the highest `seq` finished before (those events
+    /// are not taken again).
+    public mutating func channelOpened(_ channel: Channel, lease: Lease, lastFinishedSeq: Int64, askedAt: Double? = nil) {
         guard channels[channel.num] == nil else { return }
-        channels[channel.num] = ChannelState(channel: channel, lease: lease, acceptedSeq: lastFinishedSeq)
+        var ch = ChannelState(channel: channel, lease: lease, acceptedSeq: lastFinishedSeq)
+        let asked = askedAt ?? leaseClock.now()
+        ch.leaseAskedAt = asked
+        ch.leaseDeadline = deadline(of: lease, askedAt: asked)
+        channels[channel.num] = ch
         order.append(channel.num)
+        if lease.validFor != nil {
+            logger.info(
+                "fanout.lease_taken", ["channel": .string(channel.id), "shards": .string(lease.shards.description)])
+        }
+    }
+
+    /// The lease of a channel it sends (nil: not taken).
+    public func lease(channelNum: Int64) -> Lease? { channels[channelNum]?.lease }
+
+    /// Unfinished events found at start or when a channel was taken under a shared lease,
+    /// each with the shards of the lease it is still to reach, in `seq` order.
+    public mutating func resumed(_ events: [ShardedEvent]) {
+        var taken: [EventRecord] = []
+        for var e in events {
+            guard var ch = channels[e.record.channelNum], e.record.seq > ch.acceptedSeq || ch.lease.validFor == nil else { continue }
+            // Shards this worker finished the event on, whose write may not have committed.
+            if let done = finishedHere[e.record.id] { e.pending = e.pending.subtracting(done) }
+            guard !e.pending.isEmpty else { continue }
+            if e.pending != ch.lease.shards { ch.pendingShards[e.record.id] = e.pending }
+            channels[e.record.channelNum] = ch
+            taken.append(e.record)
+        }
+        resumed(taken)
     }
 
     /// Unfinished events found at start (by channel, then `seq`), resumed from their cursor.
@@ -116,7 +155,9 @@ public struct FanoutScheduler {
         ch.channel = channel
         let after = ch.acceptedSeq
         channels[record.channelNum] = ch
-        if record.seq == after + 1 && !record.state.isFinished {
+        // A shared lease: the event is read again with its progress on this lease's shards
+        // (another worker may have sent part of them).
+        if record.seq == after + 1 && !record.state.isFinished && ch.lease.validFor == nil {
             return eventsLoaded(channelNum: record.channelNum, throughSeq: record.seq, [record])
         }
         return [.loadEvents(channelNum: record.channelNum, afterSeq: after, throughSeq: record.seq)]
@@ -124,6 +165,13 @@ public struct FanoutScheduler {
 
     /// The unfinished events up to `throughSeq`, in `seq` order (all above `acceptedSeq`:
     /// everything pending or active is at or below it, so they go at the back, in order).
+    public mutating func eventsLoaded(channelNum: Int64, throughSeq: Int64, _ events: [ShardedEvent]) -> [FanoutAction] {
+        guard var ch = channels[channelNum], throughSeq > ch.acceptedSeq else { return [] }
+        for e in events where e.pending != ch.lease.shards { ch.pendingShards[e.record.id] = e.pending }
+        channels[channelNum] = ch
+        return eventsLoaded(channelNum: channelNum, throughSeq: throughSeq, events.map(\.record))
+    }
+
     public mutating func eventsLoaded(channelNum: Int64, throughSeq: Int64, _ events: [EventRecord]) -> [FanoutAction] {
         guard var ch = channels[channelNum], throughSeq > ch.acceptedSeq else { return [] }
         ch.acceptedSeq = throughSeq
@@ -144,6 +192,15 @@ public struct FanoutScheduler {
     public mutating func channelClosed(id: String) -> [FanoutAction] {
         guard let num = channelNum(id: id), let ch = channels[num] else { return [] }
         var actions: [FanoutAction] = []
+        drop(ch, &actions)
+        logger.info("fanout.channel_closed", ["channel": .string(id)])
+        return actions
+    }
+
+    /// Stops the channel's runs (their answers are still taken, nothing more is recorded
+    /// for them), forgets it and gives its lease back.
+    mutating func drop(_ ch: ChannelState, _ actions: inout [FanoutAction]) {
+        let num = ch.channel.num
         for r in [ch.active].compactMap({ $0 }) + ch.draining {
             guard var run = runs[r] else { continue }
             run.stopped = true
@@ -155,8 +212,6 @@ public struct FanoutScheduler {
         channels[num] = nil
         order.removeAll { $0 == num }
         actions.append(.releaseLease(ch.lease))
-        logger.info("fanout.channel_closed", ["channel": .string(id)])
-        return actions
     }
 
     /// Stops `id` in favour of `newer`; the run drains, then is recorded superseded.

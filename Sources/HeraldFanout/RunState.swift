@@ -39,6 +39,9 @@ struct RunState {
     let usesTokens: Bool
     let usesBroadcast: Bool
     var priority: Int
+    /// The shards this run sends to (on SQLite every one; with shared leases the part of
+    /// the channel's lease the event is still to reach).
+    let shards: ShardSet
 
     var passStart: [UInt8]
     var scanCursor: [UInt8]
@@ -94,15 +97,16 @@ struct RunState {
     /// Tokens APNs unregistered (410, with its timestamp), pruned in batches.
     var unregistered: [(kind: SubscriptionKind, token: [UInt8], beforeMillis: Int64)] = []
 
-    init(id: RunID, record: EventRecord, channel: Channel) {
+    init(id: RunID, record: EventRecord, channel: Channel, shards: ShardSet) {
         self.id = id
         self.record = record
+        self.shards = shards
         channelNum = record.channelNum
         kind = record.kind == .start ? .pushToStart : .activity
         usesTokens = channel.mode.usesTokens || record.kind == .start
         usesBroadcast =
             channel.mode.usesBroadcast && record.kind != .start && channel.apnsChannelID != nil
-            && record.broadcastState == .pending
+            && record.broadcastState == .pending && shards.contains(0)
         priority = record.priority
         counters = record.counters
         broadcastPending = usesBroadcast
@@ -144,9 +148,20 @@ struct RunState {
 struct ChannelState {
     var channel: Channel
     /// The shards of the channel this process sends (on SQLite, every one).
-    let lease: Lease
+    var lease: Lease
+    /// When this worker stops sending under `lease` (the lease clock's seconds; nil: never).
+    var leaseDeadline: Double?
+    /// When the last grant or renewal was asked for (the lease clock), and one is under way.
+    var leaseAskedAt = 0.0
+    var renewing = false
+    var refreshing = false
+    /// Since when nothing is pending, running or draining (the lease clock; nil: busy).
+    var idleSince: Double?
     /// Events accepted and not yet running, in sequence order.
     var pending: [EventRecord] = []
+    /// The shards each pending event is still to reach, when not the whole lease (an event
+    /// another worker sent part of).
+    var pendingShards: [String: ShardSet] = [:]
     /// The highest sequence number taken into `pending`, or finished before this process
     /// took the channel (events at or below it are not taken again when their notification
     /// comes late).

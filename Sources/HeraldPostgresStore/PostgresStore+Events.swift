@@ -63,6 +63,8 @@ extension PostgresStore {
             if lost.sqlState == .uniqueViolation && lost.constraint == "events_idempotency" { throw IdempotencyRace() }
             throw lost
         }
+        // Every worker hears of it once it commits (one notification per event, its id).
+        try c.notify(EventFeed.channel, payload: record.id)
         try c.run(
             "UPDATE channels SET last_seq = $1, last_timestamp = $2, lifecycle = $3, current_event = $4 WHERE num = $5",
             [

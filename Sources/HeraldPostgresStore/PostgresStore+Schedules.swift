@@ -116,6 +116,8 @@ extension PostgresStore: Schedules {
                         a.becomesCurrent ? .text(eventID) : .null, .int8(ch.num),
                     ])
                 guard let sent = try Self.loadEvent(c, id: eventID) else { return .notScheduled }
+                // Every worker hears of it as of a publish (the holders of its shards send it).
+                try c.notify(EventFeed.channel, payload: eventID)
                 return .sent(sent, ch)
             case .fail(let reason):
                 try c.run(

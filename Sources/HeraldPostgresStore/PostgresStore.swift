@@ -64,6 +64,8 @@ public final class PostgresStore: Sendable {
                 }
             }
         }
+        // Counted among the live workers from the start (the others size their share by it).
+        try? heartbeat()
     }
 
     /// Applies `Migrations/postgres/*.sql` (embedded at build time) to the database at
@@ -100,8 +102,10 @@ public final class PostgresStore: Sendable {
 
     /// Hands this worker's leases back and closes the connections.
     public func close() {
-        releaseAllLeases()
+        // The queued checkpoints first: written under the leases still held, they are where
+        // the next holder resumes.
         writer.sync {}
+        releaseAllLeases()
         pool.close()
     }
 

@@ -34,6 +34,8 @@ public final class APNSTemplate: Sendable {
     /// §3.1) when it sends it — no per-request allocation by the caller.
     public let generatesAPNSID: Bool
     private let cancelledFlag = Atomic<Bool>(false)
+    /// Monotonic nanoseconds after which its requests are no longer sent (0: none).
+    private let deadline = Atomic<UInt64>(0)
 
     public init(
         method: String = "POST", headers: HeaderList, body: HTTP2Body?, sink: APNSResultSink, keepResponseHeaders: Bool = true,
@@ -49,7 +51,19 @@ public final class APNSTemplate: Sendable {
 
     /// Stops requests of this template that have not been sent yet. Any thread.
     public func cancel() { cancelledFlag.store(true, ordering: .releasing) }
-    public var isCancelled: Bool { cancelledFlag.load(ordering: .acquiring) }
+    /// True once cancelled, or once its deadline has passed.
+    public var isCancelled: Bool {
+        if cancelledFlag.load(ordering: .acquiring) { return true }
+        let d = deadline.load(ordering: .relaxed)
+        return d != 0 && Monotonic.nanos() >= d
+    }
+
+    /// Requests of this template not yet sent by `monotonicNanos` (`Monotonic.nanos()`) are
+    /// not sent at all: they come back `.cancelled`, as after `cancel()`. The fan-out sets it
+    /// to its lease's local deadline, so a worker that was stopped (SIGSTOP, a long pause)
+    /// past it writes none of what it had queued for shards another worker holds now. Any
+    /// thread; a later call moves it (a renewed lease).
+    public func setDeadline(monotonicNanos: UInt64) { deadline.store(monotonicNanos, ordering: .relaxed) }
 }
 
 /// One request to APNs: a path, per-request fields, and the shared template.

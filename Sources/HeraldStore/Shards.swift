@@ -51,10 +51,14 @@ public struct Lease: Sendable, Hashable {
     public var shards: ShardSet
     /// When it lapses unless renewed (ms since 1970, the database's clock); nil: never.
     public var expiresAtMillis: Int64?
+    /// Seconds the database said were left when it granted or renewed it (its clock, not
+    /// this machine's): the worker counts them from when it asked (nil: never lapses).
+    public var validFor: Double?
 
-    public init(channelNum: Int64, shards: ShardSet, expiresAtMillis: Int64? = nil) {
+    public init(channelNum: Int64, shards: ShardSet, expiresAtMillis: Int64? = nil, validFor: Double? = nil) {
         self.channelNum = channelNum
         self.shards = shards
         self.expiresAtMillis = expiresAtMillis
+        self.validFor = validFor
     }
 }

@@ -103,11 +103,11 @@ public protocol Leases: AnyObject, Sendable {
 }
 
 /// Everything the fan-out needs.
-public typealias FanoutStorage = Registry & EventLog & Leases
+public typealias FanoutStorage = Registry & EventLog & Leases & SharedLeases
 
 /// Everything the API needs.
 public protocol HeraldStorage:
-    Registry, EventLog, AccessKeys, Leases, Schedules, APNSChannelLosses, WebhookStorage, WebhookReporting
+    Registry, EventLog, AccessKeys, Leases, SharedLeases, Schedules, APNSChannelLosses, WebhookStorage, WebhookReporting
 {
     /// The storage answers and its schema is current (`/readyz`).
     func isReady() -> Bool

@@ -27,6 +27,20 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
         var nextEvent = 0
         /// Every checkpoint written, in order (event id, cursor).
         var checkpoints: [(String, [UInt8])] = []
+        /// Set: leases are shared (as on PostgreSQL), with this validity and these shards.
+        var shared: SharedLease?
+    }
+
+    /// A shared lease as a PostgreSQL backend grants it, and what the test makes of it.
+    struct SharedLease {
+        var shards: ShardSet = .all
+        var validFor: Double = 10
+        /// Another worker holds it now: renewals come back empty, fenced writes fail.
+        var lost = false
+        /// Renewals throw (the database unreachable).
+        var renewFails = false
+        var renewals = 0
+        var released: [Lease] = []
     }
 
     let clock: WallClock
@@ -315,6 +329,11 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
         eventID: String, shards: ShardSet, cursor: [UInt8], wrapped: Bool, counters: EventCounters,
         completion: @escaping @Sendable (Error?) -> Void
     ) {
+        if let l = shared, l.lost, let e = state.withLock({ $0.events[eventID] }) {
+            // Fenced: written under a lease another worker holds now.
+            completion(LeaseLost(channelNum: e.channelNum))
+            return
+        }
         enqueue(
             { s in
                 guard var e = s.events[eventID], e.state == .sending else { return }
@@ -379,8 +398,35 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
 
     // MARK: - Leases
 
-    func acquireLease(channelNum: Int64) throws -> Lease? { Lease(channelNum: channelNum, shards: .all) }
-    func releaseLease(_ lease: Lease) {}
+    func acquireLease(channelNum: Int64) throws -> Lease? {
+        state.withLock { s in
+            guard let l = s.shared else { return Lease(channelNum: channelNum, shards: .all) }
+            return l.lost ? nil : Lease(channelNum: channelNum, shards: l.shards, validFor: l.validFor)
+        }
+    }
+
+    func releaseLease(_ lease: Lease) { state.withLock { $0.shared?.released.append(lease) } }
+
+    func renewLease(_ lease: Lease) throws -> Lease? {
+        let l = state.withLock { s -> SharedLease? in
+            s.shared?.renewals += 1
+            return s.shared
+        }
+        guard let l else { return lease }
+        if l.renewFails { throw StoreError.unavailable("down") }
+        return l.lost ? nil : Lease(channelNum: lease.channelNum, shards: l.shards, validFor: l.validFor)
+    }
+
+    /// Shared leases have a feed (none ever arrives here: the engine polls).
+    func watchEvents(_ notice: @escaping @Sendable (FeedNotice) -> Void) -> (@Sendable () -> Void)? {
+        guard shared != nil else { return nil }
+        return {}
+    }
+
+    var shared: SharedLease? {
+        get { state.withLock { $0.shared } }
+        set { state.withLock { $0.shared = newValue } }
+    }
 }
 
 /// Token order over the fake's subscriptions (bytes compared as SQLite compares BLOBs).

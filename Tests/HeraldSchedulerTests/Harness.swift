@@ -20,8 +20,11 @@ final class Harness {
     /// Engines replaced by `crash()` (kept so their late answers go nowhere).
     private var dead: [FanoutEngine] = []
 
-    init(capacity: Int = 1_000_000, _ configure: (inout FanoutConfig) -> Void = { _ in }) throws {
+    init(
+        capacity: Int = 1_000_000, shared: FakeStorage.SharedLease? = nil, _ configure: (inout FanoutConfig) -> Void = { _ in }
+    ) throws {
         storage = FakeStorage(clock: clock)
+        storage.shared = shared
         tokens = FakeTransport(capacity: capacity, clock: clock)
         broadcast = FakeTransport(capacity: 100, clock: clock)
         var c = FanoutConfig()
@@ -30,7 +33,8 @@ final class Harness {
         config = c
         engine = FanoutEngine(
             store: storage, transports: SharedTransports(tokens: tokens, broadcast: broadcast), config: c, logger: .discard,
-            metrics: metrics)
+            metrics: metrics, leaseClock: clock)
+        engine.startFeed()
         try engine.resume()
     }
 
@@ -43,7 +47,8 @@ final class Harness {
         dead.append(engine)
         engine = FanoutEngine(
             store: storage, transports: SharedTransports(tokens: tokens, broadcast: broadcast), config: config, logger: .discard,
-            metrics: MetricsRegistry())
+            metrics: MetricsRegistry(), leaseClock: clock)
+        engine.startFeed()
         try engine.resume()
     }
 

@@ -42,10 +42,16 @@ import Testing
         }
         let taken = try #require(next)
         #expect(taken.shards.isAll)
-        // The old holder's late writes change nothing.
+        // The old holder's late writes change nothing, and tell it the lease is lost.
         c.sent = 9
-        try waitFor { short.checkpoint(eventID: e.id, shards: lease.shards, cursor: [0xf0], wrapped: false, counters: c, completion: $0) }
-        try short.finishEvent(eventID: e.id, shards: lease.shards, state: .done, counters: c, reason: nil, supersededBy: nil)
+        #expect(throws: LeaseLost(channelNum: ch.num)) {
+            try waitFor {
+                short.checkpoint(eventID: e.id, shards: lease.shards, cursor: [0xf0], wrapped: false, counters: c, completion: $0)
+            }
+        }
+        #expect(throws: LeaseLost(channelNum: ch.num)) {
+            try short.finishEvent(eventID: e.id, shards: lease.shards, state: .done, counters: c, reason: nil, supersededBy: nil)
+        }
         var r = try #require(try f.storage.event(id: e.id))
         #expect(r.state == .sending && r.cursor == [0x40] && r.counters.sent == 4)
         // The new holder's writes count.
