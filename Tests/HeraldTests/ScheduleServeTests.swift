@@ -115,6 +115,7 @@ import Testing
 
     @Test func twoPostgreSQLWorkersSendAScheduledEventOnceEvenWhenTheLockHolderDies() throws {
         let url = try PostgresCluster.shared().makeDatabase("duty")
+        #expect(try herald(["migrate", "--db", url], env: [:]).status == 0)  // serve does not migrate PostgreSQL
         let sim = try SimFixture()
         let env = ["HERALD_ADMIN_TOKEN": Self.adminToken]
         let a = try ServeProcess(db: url, sim: sim, extraEnv: env)
