@@ -128,6 +128,9 @@ extension PostgresStore: Schedules {
                     "UPDATE events SET state = $1, superseded_by = $2, finished_at_ms = $3 WHERE id = $4",
                     [.text(EventState.superseded.rawValue), by.parameter, .int8(nowMs), .text(eventID)])
             }
+            // Refused when due: it reached `failed`/`superseded` without the fan-out, so its
+            // `event.finished` is recorded here, in the same transaction.
+            try Self.reportFinished(c, eventID: eventID, channelNum: ch.num, now: nowMs)
             return try Self.loadEvent(c, id: eventID).map { .refused($0) } ?? .notScheduled
         }
     }
@@ -164,12 +167,14 @@ extension PostgresStore: Schedules {
     public func failScheduled(channelNum: Int64, reason: String) throws -> Int {
         let nowMs = clock.nowMillis()
         return try write { c in
-            try c.run(
-                "UPDATE events SET state = $1, failure_reason = $2, finished_at_ms = $3 WHERE channel = $4 AND state = $5",
+            let failed = try c.query(
+                "UPDATE events SET state = $1, failure_reason = $2, finished_at_ms = $3 WHERE channel = $4 AND state = $5 RETURNING id",
                 [
                     .text(EventState.failed.rawValue), .text(reason), .int8(nowMs), .int8(channelNum),
                     .text(EventState.scheduled.rawValue),
                 ])
+            for row in failed { try Self.reportFinished(c, eventID: try row.text("id"), channelNum: channelNum, now: nowMs) }
+            return failed.count
         }
     }
 
@@ -270,5 +275,15 @@ final class PostgresDutyLock: DutyLock, @unchecked Sendable {
             s.connection = nil
             s.held = false
         }
+    }
+}
+
+extension PostgresStore {
+    /// Records `event.finished` for an event that ended outside the fan-out (a scheduled one
+    /// refused when due, or failed by its channel's close), while some webhook wants it.
+    static func reportFinished(_ c: PostgresConnection, eventID: String, channelNum: Int64, now: Int64) throws(PostgresError) {
+        try report(
+            c, type: "event.finished", channelSQL: "SELECT id FROM channels WHERE num = $1", .int8(channelNum),
+            payload: JSON.object(["event_id": .string(eventID)]).text, now: now)
     }
 }

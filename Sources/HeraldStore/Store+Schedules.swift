@@ -102,6 +102,9 @@ extension Store: Schedules {
                     "UPDATE events SET state = ?, superseded_by = ?, finished_at_ms = ? WHERE id = ?",
                     [.text(EventState.superseded.rawValue), by.map { .text($0) } ?? .null, .integer(nowMs), .text(eventID)])
             }
+            // Refused when due: it reached `failed`/`superseded` without the fan-out, so its
+            // `event.finished` is recorded here, in the same transaction.
+            try Self.reportFinished(c, eventID: eventID, channelNum: ch.num, now: nowMs)
             return try Self.loadEvent(c, id: eventID).map { .refused($0) } ?? .notScheduled
         }
     }
@@ -141,12 +144,16 @@ extension Store: Schedules {
     public func failScheduled(channelNum: Int64, reason: String) throws -> Int {
         let nowMs = clock.nowMillis()
         return try write { c in
-            try c.run(
-                "UPDATE events SET state = ?, failure_reason = ?, finished_at_ms = ? WHERE channel = ? AND state = ?",
+            let failed = try c.query(
+                "UPDATE events SET state = ?, failure_reason = ?, finished_at_ms = ? WHERE channel = ? AND state = ? RETURNING id",
                 [
                     .text(EventState.failed.rawValue), .text(reason), .integer(nowMs), .integer(channelNum),
                     .text(EventState.scheduled.rawValue),
                 ])
+            for id in failed.compactMap({ $0[0].textValue }) {
+                try Self.reportFinished(c, eventID: id, channelNum: channelNum, now: nowMs)
+            }
+            return failed.count
         }
     }
 
@@ -227,5 +234,15 @@ public enum ScheduledBody {
     public static func event(_ body: [UInt8]) -> LiveActivityEvent? {
         guard let j = try? JSON.parse(body) else { return nil }
         return try? LiveActivityEvent.validate(j)
+    }
+}
+
+extension Store {
+    /// Records `event.finished` for an event that ended outside the fan-out (a scheduled one
+    /// refused when due, or failed by its channel's close), while some webhook wants it.
+    static func reportFinished(_ c: SQLiteConnection, eventID: String, channelNum: Int64, now: Int64) throws {
+        try report(
+            c, type: "event.finished", channelSQL: "SELECT id FROM channels WHERE num = ?", .integer(channelNum),
+            payload: JSON.object(["event_id": .string(eventID)]).text, now: now)
     }
 }

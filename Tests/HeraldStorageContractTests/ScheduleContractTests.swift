@@ -183,3 +183,48 @@ import Testing
         other.release()
     }
 }
+
+/// A scheduled event that ends without the fan-out (refused when due, failed by its
+/// channel's close) still reports `event.finished`, in the transaction that ended it.
+@Suite struct ScheduleWebhookReportContractTests {
+    static let t0 = ScheduleContractTests.t0
+
+    func reported(_ f: Fixture) throws -> [String] {
+        let seen = Locked<[String]>([])
+        _ = try f.storage.convertWebhookReports(limit: 10) { reports in
+            seen.set(
+                reports.compactMap { r in
+                    r.type == "event.finished" ? (try? JSON.parse(Array(r.payload.utf8)))?["event_id"]?.stringValue : nil
+                })
+            return []
+        }
+        return seen.get()
+    }
+
+    @Test(arguments: Backend.allCases) func refusedAndClosedScheduledEventsReportTheirFinish(_ b: Backend) throws {
+        let f = try Fixture(b)
+        let ch = try f.channel()
+        let contract = ScheduleContractTests()
+        // No webhook wants it: nothing is recorded.
+        let quiet = try contract.schedule(f, at: Self.t0 + 30).event
+        _ = try f.publish(.end)
+        f.clock.advance(by: 30)
+        _ = try f.storage.release(eventID: quiet.id)
+        #expect(try f.storage.webhookReportCount() == 0)
+
+        _ = try f.storage.createWebhook(url: "https://a.example/h", events: ["event.finished"], channels: ["*"], sealedSecret: [1])
+        let refused = try contract.schedule(f, at: Self.t0 + 60).event
+        f.clock.advance(by: 30)
+        guard case .refused(let r) = try f.storage.release(eventID: refused.id) else {
+            Issue.record("sent")
+            return
+        }
+        #expect(r.state == .failed)
+        #expect(try reported(f) == [refused.id])
+
+        let closed = try contract.schedule(f, .start, at: Self.t0 + 600).event
+        _ = try f.storage.closeChannel(id: "m")
+        #expect(try f.storage.failScheduled(channelNum: ch.num, reason: "channel_closed") == 1)
+        #expect(try reported(f) == [closed.id])
+    }
+}
