@@ -111,10 +111,13 @@ extension APIServer {
     /// channel as closed. Throws `StoreError` (`channelNotFound`). Any thread that may block.
     @discardableResult
     public func closeChannel(id: String, why: CloseReason) throws -> Channel {
-        let (ch, stopped) = try store.closeChannel(id: id)
+        // With webhooks, `channel.closed` (and `event.finished` of the events it stopped) is
+        // recorded in the close's own transaction: a crash right after loses none.
+        let (ch, stopped) =
+            webhooks != nil ? try store.closeChannelReporting(id: id, why: why.rawValue) : try store.closeChannel(id: id)
         let unscheduled = try store.failScheduled(channelNum: ch.num, reason: "channel_closed")
         engine.notifyClosed(channelID: id)
-        webhooks?.channelClosed(channel: id, why: why.rawValue)
+        webhooks?.reportsRecorded()
         if let apnsID = ch.apnsChannelID, let manager = channelManagers(ch.environment) {
             do {
                 try manager.delete(bundleID: ch.bundleID, channelID: apnsID)

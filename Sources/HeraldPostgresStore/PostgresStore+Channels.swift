@@ -73,20 +73,27 @@ extension PostgresStore {
     public func closeChannel(id: String) throws -> (Channel, [String]) {
         let now = clock.nowMillis()
         return try write { c in
-            guard let ch = try Self.loadChannel(c, id: id, lock: .update) else { throw StoreError.channelNotFound(id) }
-            guard ch.isOpen else { return (ch, []) }
-            try c.run(
-                "UPDATE channels SET state = $1, closed_at_ms = $2 WHERE num = $3",
-                [.text(ChannelStatus.closed.rawValue), .int8(now), .int8(ch.num)])
-            try c.run("DELETE FROM subscriptions WHERE channel = $1", [.int8(ch.num)])
-            let stopped = try c.query(
-                """
-                UPDATE events SET state = $1, failure_reason = 'channel_closed', finished_at_ms = $2
-                WHERE channel = $3 AND state = ANY($4::text[]) RETURNING id
-                """, [.text(EventState.failed.rawValue), .int8(now), .int8(ch.num), EventState.unfinished.parameter]
-            ).map { r throws(PostgresError) in try r.text("id") }.sorted()
-            return (try Self.loadChannel(c, id: id)!, stopped)
+            let (ch, stopped, _) = try Self.close(c, id: id, now: now)
+            return (ch, stopped)
         }
+    }
+
+    /// The close, inside a write: the channel, the events it stopped, and whether this call
+    /// closed it (false: it was closed already).
+    static func close(_ c: PostgresConnection, id: String, now: Int64) throws -> (Channel, [String], closed: Bool) {
+        guard let ch = try loadChannel(c, id: id, lock: .update) else { throw StoreError.channelNotFound(id) }
+        guard ch.isOpen else { return (ch, [], false) }
+        try c.run(
+            "UPDATE channels SET state = $1, closed_at_ms = $2 WHERE num = $3",
+            [.text(ChannelStatus.closed.rawValue), .int8(now), .int8(ch.num)])
+        try c.run("DELETE FROM subscriptions WHERE channel = $1", [.int8(ch.num)])
+        let stopped = try c.query(
+            """
+            UPDATE events SET state = $1, failure_reason = 'channel_closed', finished_at_ms = $2
+            WHERE channel = $3 AND state = ANY($4::text[]) RETURNING id
+            """, [.text(EventState.failed.rawValue), .int8(now), .int8(ch.num), EventState.unfinished.parameter]
+        ).map { r throws(PostgresError) in try r.text("id") }.sorted()
+        return (try loadChannel(c, id: id)!, stopped, true)
     }
 
     /// Records the APNs channel id of a broadcast channel (after APNs created it).

@@ -132,7 +132,11 @@ public protocol WebhookReporting: AnyObject, Sendable {
     func finishEventReporting(
         eventID: String, shards: ShardSet, state: EventState, counters: EventCounters, reason: String?, supersededBy: String?,
         completion: @escaping @Sendable (Error?) -> Void)
-    /// Records a report in a transaction of its own (a close just committed, a guard trip).
+    /// `Registry.closeChannel`, recording `channel.closed` with `why` and an
+    /// `event.finished` for each event the close stopped, in the same transaction (only when
+    /// this call closed it).
+    func closeChannelReporting(id: String, why: String) throws -> (Channel, [String])
+    /// Records a report in a transaction of its own (a guard trip).
     func recordWebhookReport(type: String, channel: String, payload: String) throws
     /// Reports waiting to be turned into deliveries.
     func webhookReportCount() throws -> Int

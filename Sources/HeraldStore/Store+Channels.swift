@@ -101,26 +101,33 @@ extension Store {
     public func closeChannel(id: String) throws -> (Channel, [String]) {
         let now = clock.nowMillis()
         return try write { c in
-            guard let ch = try Self.loadChannel(c, id: id) else { throw StoreError.channelNotFound(id) }
-            guard ch.isOpen else { return (ch, []) }
-            try c.run(
-                "UPDATE channels SET state = ?, closed_at_ms = ? WHERE num = ?",
-                [.text(ChannelStatus.closed.rawValue), .integer(now), .integer(ch.num)])
-            try c.run("DELETE FROM subscriptions WHERE channel = ?", [.integer(ch.num)])
-            var stopped: [String] = []
-            try c.forEachRow(
-                "SELECT id FROM events WHERE channel = ? AND state IN (\(EventState.unfinished.sqlList))", [.integer(ch.num)]
-            ) { s in
-                stopped.append(s.text(0))
-                return true
-            }
-            try c.run(
-                """
-                UPDATE events SET state = ?, failure_reason = 'channel_closed', finished_at_ms = ?
-                WHERE channel = ? AND state IN (\(EventState.unfinished.sqlList))
-                """, [.text(EventState.failed.rawValue), .integer(now), .integer(ch.num)])
-            return (try Self.loadChannel(c, id: id)!, stopped)
+            let (ch, stopped, _) = try Self.close(c, id: id, now: now)
+            return (ch, stopped)
         }
+    }
+
+    /// The close, inside a write: the channel, the events it stopped, and whether this call
+    /// closed it (false: it was closed already).
+    static func close(_ c: SQLiteConnection, id: String, now: Int64) throws -> (Channel, [String], closed: Bool) {
+        guard let ch = try loadChannel(c, id: id) else { throw StoreError.channelNotFound(id) }
+        guard ch.isOpen else { return (ch, [], false) }
+        try c.run(
+            "UPDATE channels SET state = ?, closed_at_ms = ? WHERE num = ?",
+            [.text(ChannelStatus.closed.rawValue), .integer(now), .integer(ch.num)])
+        try c.run("DELETE FROM subscriptions WHERE channel = ?", [.integer(ch.num)])
+        var stopped: [String] = []
+        try c.forEachRow(
+            "SELECT id FROM events WHERE channel = ? AND state IN (\(EventState.unfinished.sqlList))", [.integer(ch.num)]
+        ) { s in
+            stopped.append(s.text(0))
+            return true
+        }
+        try c.run(
+            """
+            UPDATE events SET state = ?, failure_reason = 'channel_closed', finished_at_ms = ?
+            WHERE channel = ? AND state IN (\(EventState.unfinished.sqlList))
+            """, [.text(EventState.failed.rawValue), .integer(now), .integer(ch.num)])
+        return (try loadChannel(c, id: id)!, stopped, true)
     }
 
     /// Records the APNs channel id of a broadcast channel (after APNs created it).

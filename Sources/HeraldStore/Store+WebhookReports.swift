@@ -65,6 +65,19 @@ extension Store: WebhookReporting {
             }, completion)
     }
 
+    public func closeChannelReporting(id: String, why: String) throws -> (Channel, [String]) {
+        let now = clock.nowMillis()
+        return try write { c in
+            let (ch, stopped, closed) = try Self.close(c, id: id, now: now)
+            guard closed else { return (ch, stopped) }
+            try Self.report(
+                c, type: "channel.closed", channelSQL: "SELECT id FROM channels WHERE num = ?", .integer(ch.num),
+                payload: JSON.object(["channel": .string(id), "why": .string(why)]).text, now: now)
+            for eventID in stopped { try Self.reportFinished(c, eventID: eventID, channelNum: ch.num, now: now) }
+            return (ch, stopped)
+        }
+    }
+
     public func recordWebhookReport(type: String, channel: String, payload: String) throws {
         let now = clock.nowMillis()
         try write { c in try Self.report(c, type: type, channelSQL: "SELECT ?", .text(channel), payload: payload, now: now) }

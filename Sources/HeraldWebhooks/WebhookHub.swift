@@ -10,7 +10,7 @@ import HeraldStore
 /// deliveries (`WebhookHub+Dispatch.swift`).
 ///
 /// Finished events and pruned tokens are recorded by the storage in the fan-out's own
-/// transactions (`WebhookReporting`), closes right after theirs; the dispatcher turns
+/// transactions (`WebhookReporting`), closes in theirs; the dispatcher turns
 /// those reports into deliveries. What cannot be recorded so (a guard trip, a retried
 /// finish, a failed write) only appends to a bounded in-memory queue
 /// (`WebhookConfig.pendingLimit`), merging pruned tokens of one channel, and returns:
@@ -116,6 +116,10 @@ public final class WebhookHub: FanoutObserver, @unchecked Sendable {
     /// A channel closed (`why`: `deleted` by `DELETE`, `expired`): recorded in the database
     /// before this returns (a write of its own, right after the close's), or, when that
     /// write fails, kept in memory for the dispatcher. Threads that may block (API workers).
+    /// The storage recorded reports in the transaction of their fact (a close): the
+    /// dispatcher turns them into deliveries now rather than at its next poll.
+    public func reportsRecorded() { wake() }
+
     public func channelClosed(channel: String, why: String) {
         let event = WebhookEvent.channelClosed(channel: channel, why: why)
         do {

@@ -130,4 +130,34 @@ import Testing
         #expect(try JSON.parse(Array(rows[0].payload.utf8))["event_id"]?.stringValue == e.id)
         #expect(try s.webhookReportCount() == 0)
     }
+
+    @Test(arguments: Backend.allCases) func aCloseRecordsItsReportAndTheStoppedEventsInItsTransaction(_ b: Backend) throws {
+        let f = try Fixture(b)
+        let s = f.storage
+        try f.channel("m")
+        _ = try s.createWebhook(
+            url: "https://a.example/h", events: ["event.finished", "channel.closed"], channels: ["m"], sealedSecret: [1])
+        let queued = try f.publish().event
+        let (closed, stopped) = try s.closeChannelReporting(id: "m", why: "expired")
+        #expect(!closed.isOpen && stopped == [queued.id])
+        let seen = Locked<[WebhookReport]>([])
+        _ = try s.convertWebhookReports(limit: 10) { r in
+            seen.set(r)
+            return []
+        }
+        let reports = seen.get()
+        #expect(reports.map(\.type).sorted() == ["channel.closed", "event.finished"], "\(reports)")
+        let close = try #require(reports.first { $0.type == "channel.closed" })
+        #expect(WebhookEventProbe.why(close.payload) == "expired" && close.channel == "m")
+        let finish = try #require(reports.first { $0.type == "event.finished" })
+        #expect(try JSON.parse(Array(finish.payload.utf8))["event_id"]?.stringValue == queued.id)
+        // Closing a closed channel records nothing more.
+        _ = try s.closeChannelReporting(id: "m", why: "deleted")
+        #expect(try s.webhookReportCount() == 0)
+    }
+}
+
+/// Reads a stored `channel.closed` payload's `why` (the outbox keeps JSON text).
+enum WebhookEventProbe {
+    static func why(_ payload: String) -> String? { (try? JSON.parse(Array(payload.utf8)))?["why"]?.stringValue }
 }
