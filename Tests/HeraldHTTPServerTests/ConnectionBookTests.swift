@@ -16,6 +16,12 @@ import Testing
 
     /// Admits and opens connection `id` from `address` on thread 1; returns the admission.
     @discardableResult
+    /// Expects `accepted` (a transition's Bool result, or its negation); a mutating call
+    /// cannot sit inside `#expect` itself.
+    static func holds(_ accepted: Bool, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(accepted, sourceLocation: sourceLocation)
+    }
+
     static func open(_ b: inout ConnectionBook, _ id: UInt, from address: ClientAddress = ip(1)) -> ConnectionBook.Admission {
         let a = b.admit(address, on: t1)
         if case .admit = a { b.opened(ConnectionID(raw: id), from: address, socket: Int32(id) + 100, on: t1) }
@@ -24,18 +30,9 @@ import Testing
 
     /// One whole request on connection `id` (arrived, answered, ended).
     static func request(_ b: inout ConnectionBook, _ id: UInt) {
-        do {
-            let ok = b.requestArrived(ConnectionID(raw: id))
-            #expect(ok)
-        }
-        do {
-            let ok = b.responding(ConnectionID(raw: id))
-            #expect(ok)
-        }
-        do {
-            let ok = b.requestEnded(ConnectionID(raw: id))
-            #expect(!ok)
-        }
+        Self.holds(b.requestArrived(ConnectionID(raw: id)))
+        Self.holds(b.responding(ConnectionID(raw: id)))
+        Self.holds(!b.requestEnded(ConnectionID(raw: id)))
     }
 
     static func reclaim(_ id: UInt, _ phase: ConnectionBook.ReclaimedPhase = .idle) -> ConnectionBook.Admission {
@@ -81,36 +78,21 @@ import Testing
         var b = Self.book(max: 2)
         Self.open(&b, 1)
         Self.open(&b, 2)
-        do {
-            let ok = b.requestArrived(ConnectionID(raw: 1))
-            #expect(ok)
-        }
-        do {
-            let ok = b.responding(ConnectionID(raw: 1))
-            #expect(ok)
-        }  // oldest, but its handler runs
+        Self.holds(b.requestArrived(ConnectionID(raw: 1)))
+        Self.holds(b.responding(ConnectionID(raw: 1)))  // oldest, but its handler runs
         do {
             let a = Self.open(&b, 3)
             #expect(a == Self.reclaim(2))
         }
-        do {
-            let ok = b.requestArrived(ConnectionID(raw: 3))
-            #expect(ok)
-        }
-        do {
-            let ok = b.responding(ConnectionID(raw: 3))
-            #expect(ok)
-        }
+        Self.holds(b.requestArrived(ConnectionID(raw: 3)))
+        Self.holds(b.responding(ConnectionID(raw: 3)))
         do {
             let a = b.admit(Self.ip(9), on: Self.t2)
             #expect(a == .refuse(.connectionLimit))
         }
         #expect(b.refused[.connectionLimit] == 1)
         // Once answered, 1 is idle again and may make room.
-        do {
-            let ok = b.requestEnded(ConnectionID(raw: 1))
-            #expect(!ok)
-        }
+        Self.holds(!b.requestEnded(ConnectionID(raw: 1)))
         do {
             let a = Self.open(&b, 4)
             #expect(a == Self.reclaim(1))
@@ -121,35 +103,20 @@ import Testing
         var b = Self.book(max: 2)
         Self.open(&b, 1)
         Self.open(&b, 2)
-        do {
-            let ok = b.requestArrived(ConnectionID(raw: 1))
-            #expect(ok)
-        }  // older, but reading its request
+        Self.holds(b.requestArrived(ConnectionID(raw: 1)))  // older, but reading its request
         do {
             let a = Self.open(&b, 3)
             #expect(a == Self.reclaim(2))
         }
-        do {
-            let ok = b.requestArrived(ConnectionID(raw: 3))
-            #expect(ok)
-        }
+        Self.holds(b.requestArrived(ConnectionID(raw: 3)))
         do {
             let a = Self.open(&b, 4)
             #expect(a == Self.reclaim(1, .readingRequest))
         }
         // The request on a reclaimed connection runs no handler, and its end is the reclaim's.
-        do {
-            let ok = b.responding(ConnectionID(raw: 1))
-            #expect(!ok)
-        }
-        do {
-            let ok = b.requestEnded(ConnectionID(raw: 1))
-            #expect(ok)
-        }
-        do {
-            let ok = b.requestArrived(ConnectionID(raw: 2))
-            #expect(!ok)
-        }
+        Self.holds(!b.responding(ConnectionID(raw: 1)))
+        Self.holds(b.requestEnded(ConnectionID(raw: 1)))
+        Self.holds(!b.requestArrived(ConnectionID(raw: 2)))
         #expect(b.reclaimed == [.idle: 1, .readingRequest: 1])
     }
 
@@ -188,20 +155,14 @@ import Testing
             #expect(a == Self.reclaim(2))
         }
         b.opened(ConnectionID(raw: 4), from: Self.ip(1), socket: 104, on: Self.t1)
-        do {
-            let ok = b.requestArrived(ConnectionID(raw: 4))
-            #expect(ok)
-        }
+        Self.holds(b.requestArrived(ConnectionID(raw: 4)))
         // Thread 1 has none idle now: the oldest elsewhere, 1 before 3.
         do {
             let a = b.admit(Self.ip(1), on: Self.t1)
             #expect(a == Self.reclaim(1))
         }
         b.opened(ConnectionID(raw: 5), from: Self.ip(1), socket: 105, on: Self.t1)
-        do {
-            let ok = b.requestArrived(ConnectionID(raw: 5))
-            #expect(ok)
-        }
+        Self.holds(b.requestArrived(ConnectionID(raw: 5)))
         do {
             let a = b.admit(Self.ip(1), on: Self.t1)
             #expect(a == Self.reclaim(3))
@@ -212,14 +173,8 @@ import Testing
         var b = Self.book(max: 2)
         Self.open(&b, 1)
         Self.open(&b, 2)
-        do {
-            let ok = b.requestArrived(ConnectionID(raw: 1))
-            #expect(ok)
-        }
-        do {
-            let ok = b.responding(ConnectionID(raw: 1))
-            #expect(ok)
-        }
+        Self.holds(b.requestArrived(ConnectionID(raw: 1)))
+        Self.holds(b.responding(ConnectionID(raw: 1)))
         do {
             let r = b.requestEnded(ConnectionID(raw: 1), keepsOpen: false)
             #expect(!r)
@@ -228,14 +183,8 @@ import Testing
             let a = Self.open(&b, 3)
             #expect(a == Self.reclaim(2))
         }
-        do {
-            let ok = b.requestArrived(ConnectionID(raw: 3))
-            #expect(ok)
-        }
-        do {
-            let ok = b.responding(ConnectionID(raw: 3))
-            #expect(ok)
-        }
+        Self.holds(b.requestArrived(ConnectionID(raw: 3)))
+        Self.holds(b.responding(ConnectionID(raw: 3)))
         do {
             let a = b.admit(Self.ip(1), on: Self.t2)
             #expect(a == .refuse(.connectionLimit))
