@@ -35,13 +35,7 @@ extension PostgresStore {
         guard let ch = try loadChannel(c, id: channelID, lock: dryRun ? .none : .noKeyUpdate) else {
             throw StoreError.channelNotFound(channelID)
         }
-        var existing: PublishRule.KeyedEvent?
-        if let key, !dryRun, ch.isOpen,
-            let r = try c.queryOne(
-                "SELECT id, created_at_ms FROM events WHERE channel = $1 AND idempotency_key = $2", [.int8(ch.num), .text(key)])
-        {
-            existing = PublishRule.KeyedEvent(id: try r.text("id"), createdAtMillis: try r.int64("created_at_ms"))
-        }
+        let existing = dryRun ? nil : try keyedEvent(c, channel: ch, key: key)
         let accepted: PublishRule.Accepted
         switch try PublishRule.decide(channel: ch, event: event, existing: existing, nowMillis: nowMs) {
         case .replay(let id):
@@ -51,8 +45,7 @@ extension PostgresStore {
         }
         var record = accepted.record(id: newID("evt_"), channel: ch, event: event, createdAtMillis: nowMs)
         if dryRun {
-            let kind: SubscriptionKind = event.kind == .start ? .pushToStart : .activity
-            let n = ch.mode.usesTokens || event.kind == .start ? try countLive(c, channelNum: ch.num, kind: kind, now: nowMs / 1000) : 0
+            let n = try dryRunTargets(c, channel: ch, event: event, nowSeconds: nowMs / 1000)
             record.counters.targets = n
             return PublishResult.stored(event: record, created: true, targets: n, limit: accepted.limit, channel: ch)
         }
@@ -179,5 +172,23 @@ extension PostgresStore {
                   AND id NOT IN (SELECT current_event FROM channels WHERE current_event IS NOT NULL)
                 """, [EventState.finished.parameter, .int8(now - olderThanMillis)])
         }
+    }
+}
+
+extension PostgresStore {
+    /// The event an `Idempotency-Key` already names on an open channel (nil: none, or no key).
+    static func keyedEvent(_ c: PostgresConnection, channel ch: Channel, key: String?) throws -> PublishRule.KeyedEvent? {
+        guard let key, ch.isOpen,
+            let r = try c.queryOne(
+                "SELECT id, created_at_ms FROM events WHERE channel = $1 AND idempotency_key = $2", [.int8(ch.num), .text(key)])
+        else { return nil }
+        return PublishRule.KeyedEvent(id: try r.text("id"), createdAtMillis: try r.int64("created_at_ms"))
+    }
+
+    /// How many subscriptions a dry run of `event` would target (a start: the push-to-start
+    /// tokens; otherwise the activity tokens, none on a broadcast-only channel).
+    static func dryRunTargets(_ c: PostgresConnection, channel ch: Channel, event: LiveActivityEvent, nowSeconds: Int64) throws -> Int64 {
+        guard ch.mode.usesTokens || event.kind == .start else { return 0 }
+        return try countLive(c, channelNum: ch.num, kind: event.kind == .start ? .pushToStart : .activity, now: nowSeconds)
     }
 }

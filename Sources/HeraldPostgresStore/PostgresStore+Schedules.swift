@@ -36,13 +36,7 @@ extension PostgresStore: Schedules {
         guard let ch = try loadChannel(c, id: channelID, lock: dryRun ? .none : .noKeyUpdate) else {
             throw StoreError.channelNotFound(channelID)
         }
-        var existing: PublishRule.KeyedEvent?
-        if let key, !dryRun, ch.isOpen,
-            let r = try c.queryOne(
-                "SELECT id, created_at_ms FROM events WHERE channel = $1 AND idempotency_key = $2", [.int8(ch.num), .text(key)])
-        {
-            existing = PublishRule.KeyedEvent(id: try r.text("id"), createdAtMillis: try r.int64("created_at_ms"))
-        }
+        let existing = dryRun ? nil : try keyedEvent(c, channel: ch, key: key)
         let scheduled: PublishRule.Scheduled
         switch try PublishRule.schedule(channel: ch, event: event, sendAt: sendAt, existing: existing, nowMillis: nowMs) {
         case .replay(let id):
@@ -52,8 +46,7 @@ extension PostgresStore: Schedules {
         }
         var record = scheduled.record(id: newID("evt_"), channel: ch, event: event, sendAt: sendAt, createdAtMillis: nowMs)
         if dryRun {
-            let kind: SubscriptionKind = event.kind == .start ? .pushToStart : .activity
-            let n = ch.mode.usesTokens || event.kind == .start ? try countLive(c, channelNum: ch.num, kind: kind, now: nowMs / 1000) : 0
+            let n = try dryRunTargets(c, channel: ch, event: event, nowSeconds: nowMs / 1000)
             record.counters.targets = n
             return PublishResult.stored(event: record, created: true, targets: n, limit: scheduled.limit, channel: ch)
         }

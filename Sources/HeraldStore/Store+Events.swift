@@ -67,14 +67,7 @@ extension Store {
         let now = nowMs / 1000
         let body: @Sendable (SQLiteConnection) throws -> PublishResult = { c in
             guard let ch = try Self.loadChannel(c, id: channelID) else { throw StoreError.channelNotFound(channelID) }
-            var existing: PublishRule.KeyedEvent?
-            if let key = idempotencyKey, !dryRun, ch.isOpen {
-                let s = try c.cached("SELECT e.id, e.created_at_ms FROM events e WHERE e.channel = ? AND e.idempotency_key = ?")
-                try s.bind(1, int64: ch.num)
-                try s.bind(2, text: key)
-                if try s.step() { existing = PublishRule.KeyedEvent(id: s.text(0), createdAtMillis: s.int64(1)) }
-                s.reset()
-            }
+            let existing = dryRun ? nil : try Self.keyedEvent(c, channel: ch, key: idempotencyKey)
             let accepted: PublishRule.Accepted
             switch try PublishRule.decide(channel: ch, event: event, existing: existing, nowMillis: nowMs) {
             case .replay(let id):
@@ -84,12 +77,7 @@ extension Store {
             }
             var record = accepted.record(id: Self.newID("evt_"), channel: ch, event: event, createdAtMillis: nowMs)
             if dryRun {
-                let kind: SubscriptionKind = event.kind == .start ? .pushToStart : .activity
-                let n =
-                    ch.mode.usesTokens || event.kind == .start
-                    ? (try c.queryValue(
-                        "SELECT COUNT(*) FROM subscriptions WHERE channel = ? AND kind = ? AND (expires_at IS NULL OR expires_at > ?)",
-                        [.integer(ch.num), .integer(kind.code), .integer(now)])?.int64Value ?? 0) : 0
+                let n = try Self.dryRunTargets(c, channel: ch, event: event, nowSeconds: now)
                 record.counters.targets = n
                 return PublishResult(event: record, created: true, targets: n, limit: accepted.limit, channel: ch)
             }
@@ -333,5 +321,27 @@ extension Store {
                   AND id NOT IN (SELECT current_event FROM channels WHERE current_event IS NOT NULL)
                 """, [.integer(now - olderThanMillis)])
         }
+    }
+}
+
+extension Store {
+    /// The event an `Idempotency-Key` already names on an open channel (nil: none, or no key).
+    static func keyedEvent(_ c: SQLiteConnection, channel ch: Channel, key: String?) throws -> PublishRule.KeyedEvent? {
+        guard let key, ch.isOpen else { return nil }
+        let s = try c.cached("SELECT e.id, e.created_at_ms FROM events e WHERE e.channel = ? AND e.idempotency_key = ?")
+        defer { s.reset() }
+        try s.bind(1, int64: ch.num)
+        try s.bind(2, text: key)
+        return try s.step() ? PublishRule.KeyedEvent(id: s.text(0), createdAtMillis: s.int64(1)) : nil
+    }
+
+    /// How many subscriptions a dry run of `event` would target (a start: the push-to-start
+    /// tokens; otherwise the activity tokens, none on a broadcast-only channel).
+    static func dryRunTargets(_ c: SQLiteConnection, channel ch: Channel, event: LiveActivityEvent, nowSeconds: Int64) throws -> Int64 {
+        guard ch.mode.usesTokens || event.kind == .start else { return 0 }
+        let kind: SubscriptionKind = event.kind == .start ? .pushToStart : .activity
+        return try c.queryValue(
+            "SELECT COUNT(*) FROM subscriptions WHERE channel = ? AND kind = ? AND (expires_at IS NULL OR expires_at > ?)",
+            [.integer(ch.num), .integer(kind.code), .integer(nowSeconds)])?.int64Value ?? 0
     }
 }

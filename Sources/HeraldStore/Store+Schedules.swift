@@ -10,13 +10,7 @@ extension Store: Schedules {
         let nowMs = clock.nowMillis()
         let work: @Sendable (SQLiteConnection) throws -> PublishResult = { c in
             guard let ch = try Self.loadChannel(c, id: channelID) else { throw StoreError.channelNotFound(channelID) }
-            var existing: PublishRule.KeyedEvent?
-            if let key = idempotencyKey, !dryRun, ch.isOpen,
-                let row = try c.queryOne(
-                    "SELECT id, created_at_ms FROM events WHERE channel = ? AND idempotency_key = ?", [.integer(ch.num), .text(key)])
-            {
-                existing = PublishRule.KeyedEvent(id: row[0].textValue ?? "", createdAtMillis: row[1].int64Value ?? 0)
-            }
+            let existing = dryRun ? nil : try Self.keyedEvent(c, channel: ch, key: idempotencyKey)
             let scheduled: PublishRule.Scheduled
             switch try PublishRule.schedule(channel: ch, event: event, sendAt: sendAt, existing: existing, nowMillis: nowMs) {
             case .replay(let id):
@@ -26,12 +20,7 @@ extension Store: Schedules {
             }
             var record = scheduled.record(id: Self.newID("evt_"), channel: ch, event: event, sendAt: sendAt, createdAtMillis: nowMs)
             if dryRun {
-                let kind: SubscriptionKind = event.kind == .start ? .pushToStart : .activity
-                let n =
-                    ch.mode.usesTokens || event.kind == .start
-                    ? (try c.queryValue(
-                        "SELECT COUNT(*) FROM subscriptions WHERE channel = ? AND kind = ? AND (expires_at IS NULL OR expires_at > ?)",
-                        [.integer(ch.num), .integer(kind.code), .integer(nowMs / 1000)])?.int64Value ?? 0) : 0
+                let n = try Self.dryRunTargets(c, channel: ch, event: event, nowSeconds: nowMs / 1000)
                 record.counters.targets = n
                 return PublishResult(event: record, created: true, targets: n, limit: scheduled.limit, channel: ch)
             }
