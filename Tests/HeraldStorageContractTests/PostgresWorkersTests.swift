@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldPostgres
 import HeraldPostgresStore
 import HeraldStore
+import HeraldTestSupport
 import Testing
 
 /// What only several workers on one PostgreSQL database can show: leases shared out and
@@ -147,8 +148,15 @@ extension PostgresWorkersTests {
             } catch { failure.withLock { $0 = "\(error)" } }
             done.signal()
         }
-        // The publish's insert waits on the uncommitted key; then the other side commits.
-        usleep(300_000)
+        // The publish's insert waits on the uncommitted key (a lock on this transaction's id,
+        // not granted); once it does, the other side commits.
+        let waiting = """
+            SELECT count(*) FROM pg_locks l
+            WHERE NOT l.granted AND l.locktype = 'transactionid' AND l.transactionid = (
+                SELECT transactionid FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'transactionid' AND granted)
+            """
+        let blocked = Poll.until(timeout: 10, interval: 0.01) { (try? raw.queryValue(waiting))??.int64Value ?? 0 > 0 }
+        #expect(blocked, "the publish waited on the uncommitted key")
         try raw.execute("COMMIT")
         done.wait()
         #expect(failure.withLock { $0 } == nil)
