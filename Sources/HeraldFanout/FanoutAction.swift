@@ -77,6 +77,12 @@ public enum FanoutAction: Sendable {
     /// Tell the engine's observer (webhooks) the pruning guard stopped deletions; nothing
     /// comes back.
     case guardTripped(eventID: String, channelID: String, share: Double)
+    /// Read the pruning guard's tally of the event on every shard but `shards` (blocking)
+    /// → `pruneGuardRead` (nil on failure).
+    case readPruneGuard(run: RunID, eventID: String, shards: ShardSet)
+    /// Store that the guard tripped for the event, for the other workers (blocking; a
+    /// failure is logged).
+    case recordPruneGuardTrip(eventID: String)
 }
 
 /// A run that starts sending.

@@ -183,6 +183,23 @@ extension FanoutEngine {
         case .guardTripped(let eventID, let channelID, let share):
             observer.get()?.pruneGuardTripped(eventID: eventID, channelID: channelID, share: share)
             return []
+        case .readPruneGuard(let run, let eventID, let shards):
+            do {
+                // A backend that stores no tally: the run's own answers are all there is.
+                let tally =
+                    try store.pruneGuardTally(eventID: eventID, excluding: shards) ?? PruneGuardTally(startedShards: 1, shardCount: 1)
+                return scheduler.pruneGuardRead(run, tally)
+            } catch {
+                logger.warning("fanout.prune_guard_read_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
+                return scheduler.pruneGuardRead(run, nil)
+            }
+        case .recordPruneGuardTrip(let eventID):
+            do {
+                try store.recordPruneGuardTrip(eventID: eventID)
+            } catch {
+                logger.warning("fanout.prune_guard_record_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
+            }
+            return []
         }
     }
 

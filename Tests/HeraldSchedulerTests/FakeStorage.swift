@@ -41,6 +41,11 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
         var renewFails = false
         var renewals = 0
         var released: [Lease] = []
+        /// What the other workers stored of the pruning guard's tally (nil: every other
+        /// shard started, nothing answered), how often it was read, and the trips recorded.
+        var others: PruneGuardTally?
+        var guardReads = 0
+        var trips: [String] = []
     }
 
     let clock: WallClock
