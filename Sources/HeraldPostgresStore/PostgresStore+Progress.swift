@@ -94,6 +94,10 @@ extension PostgresStore {
     ) throws {
         let mine = try fence(c, eventID: eventID, shards: shards)
         guard let anchor = mine.first else { return }
+        // Finishes of one event take turns on its row: the count of done shards below must
+        // see every finish committed before it. Without the lock two holders finishing at
+        // once each missed the other's uncommitted rows, and the event stayed unfinished.
+        try c.run("SELECT 1 FROM events WHERE id = $1 FOR UPDATE", [.text(eventID)])
         try c.run(
             """
             INSERT INTO checkpoints (event_id, shard, done, targets, sent, failed, pruned, retried, skipped, answers, invalid)
