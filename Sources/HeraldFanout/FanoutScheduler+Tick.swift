@@ -368,6 +368,7 @@ extension FanoutScheduler {
             actions.append(.retryFinishes(unrecordedFinishes))
         }
         leaseHousekeeping(&actions)
+        updateGauges()
         if now - lastSweep >= config.sweepInterval {
             lastSweep = now
             actions.append(.sweep(retentionMillis: Int64(config.eventRetention * 1000)))

@@ -51,6 +51,8 @@ public struct FanoutScheduler {
     /// Events whose run ended here, with its shards, while the event is unfinished in
     /// storage (its final write may still be queued): a reload does not send them again.
     var finishedHere: [String: ShardSet] = [:]
+    /// When the lease and lag gauges were last set (`updateGauges`).
+    var lastGauges = -Double.infinity
 
     /// Catch-ups handed to the sender in one submission, and at most per round (a 100 000
     /// token batch must not stall the round over the channels).
