@@ -59,6 +59,8 @@ public enum FanoutAction: Sendable {
     case release(RunID)
     /// Give the channel's lease back.
     case releaseLease(Lease)
+    /// Give some shards of a lease back, keeping the rest (and the channel's catch-ups).
+    case releaseShards(Lease)
     /// Renew the shared lease → `leaseRenewed` (the time it was asked for with it).
     case renewLease(Lease)
     /// Tell storage this worker is alive and read every unfinished event → `polled`.

@@ -137,6 +137,9 @@ extension FanoutEngine {
             catchUpTemplates[lease.channelNum]?.template.cancel()
             catchUpTemplates[lease.channelNum] = nil
             return []
+        case .releaseShards(let lease):
+            store.releaseLease(lease)
+            return []
         case .renewLease(let lease):
             let askedAt = leaseClock.now()
             do {
@@ -164,8 +167,13 @@ extension FanoutEngine {
         case .refresh(let num):
             let askedAt = leaseClock.now()
             do {
+                // While the channel is sending, only the shards gained are read (taken over mid-event).
+                let held = scheduler.refreshesMidEvent(channelNum: num) ? scheduler.lease(channelNum: num)?.shards ?? .empty : .empty
                 let lease = try store.claimShare(channelNum: num)
-                let events = try lease.map { try store.unfinishedEvents(channelNum: num, shards: $0.shards, afterSeq: 0, throughSeq: .max) }
+                let events = try lease.map { l in
+                    let shards = l.shards.subtracting(held)
+                    return shards.isEmpty ? [] : try store.unfinishedEvents(channelNum: num, shards: shards, afterSeq: 0, throughSeq: .max)
+                }
                 return scheduler.leaseRefreshed(channelNum: num, lease, askedAt: askedAt, events: events ?? [])
             } catch {
                 logger.warning("fanout.refresh_failed", ["channel_num": .int(num), "error": .string("\(error)")])

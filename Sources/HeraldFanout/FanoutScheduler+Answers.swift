@@ -178,7 +178,7 @@ extension FanoutScheduler {
 
     /// The background count of a run's targets.
     public mutating func targetsCounted(_ id: RunID, _ n: Int64) {
-        guard let run = runs[id], channels[run.channelNum]?.active == id else { return }
+        guard let run = runs[id], let ch = channels[run.channelNum], ch.active == id || ch.helpers.contains(id) else { return }
         runs[id]?.counters.targets = n
     }
 

@@ -19,7 +19,7 @@ extension FanoutScheduler {
         var oldestDue = Double.infinity
         for ch in channels.values {
             if ch.lease.validFor != nil { held += ch.lease.shards.bits.nonzeroBitCount }
-            for id in [ch.active].compactMap({ $0 }) + ch.draining {
+            for id in [ch.active].compactMap({ $0 }) + ch.draining + ch.helpers {
                 if let r = runs[id] { oldestDue = min(oldestDue, Self.due(r.record)) }
             }
             if let first = ch.pending.first { oldestDue = min(oldestDue, Self.due(first)) }

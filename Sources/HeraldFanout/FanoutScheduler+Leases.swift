@@ -38,7 +38,7 @@ extension FanoutScheduler {
         let now = leaseClock.now()
         for num in order {
             guard var ch = channels[num], let validFor = ch.lease.validFor else { continue }
-            let idle = ch.active == nil && ch.pending.isEmpty && ch.draining.isEmpty && ch.catchUpsInFlight == 0
+            let idle = ch.active == nil && ch.pending.isEmpty && ch.draining.isEmpty && ch.helpers.isEmpty && ch.catchUpsInFlight == 0
             if !idle {
                 ch.idleSince = nil
             } else if ch.idleSince == nil {
@@ -104,9 +104,7 @@ extension FanoutScheduler {
                 actions.append(.acquire(channelNum: num))
                 continue
             }
-            guard ch.lease.validFor != nil, ch.active == nil, ch.pending.isEmpty, ch.draining.isEmpty, ch.catchUpsInFlight == 0,
-                !ch.refreshing, !ch.renewing
-            else { continue }
+            guard ch.lease.validFor != nil, !ch.refreshing, !ch.renewing, isIdle(ch) || mayHelp(ch) else { continue }
             channels[num]?.refreshing = true
             actions.append(.refresh(channelNum: num))
         }
@@ -123,6 +121,10 @@ extension FanoutScheduler {
             channels[channelNum] = ch
             giveUp(channelNum, reason: "lost", &actions)
             return actions
+        }
+        if isSending(ch) {
+            channels[channelNum] = ch
+            return takeOverMidEvent(channelNum, lease, askedAt: askedAt, events: events)
         }
         if lease.shards != ch.lease.shards {
             logger.info(

@@ -177,6 +177,10 @@ struct ChannelState {
     /// Superseded runs whose requests are still in flight; the active run waits for them so
     /// no token gets the older event after the newer one (design, delivery 4).
     var draining: [RunID] = []
+    /// Runs of the active run's event on shards taken over while it was sending (a dead
+    /// worker's, resumed from their checkpoints without waiting for the active run): the
+    /// next event starts only once they are done.
+    var helpers: [RunID] = []
     var lastUpdateStart = 0.0
     var priority10Sends: [Double] = []
     /// Where the next event's pass starts when it supersedes one that had started.

@@ -46,6 +46,9 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
         var others: PruneGuardTally?
         var guardReads = 0
         var trips: [String] = []
+        /// Shards no worker has started the events on (their progress reads as new), as
+        /// a dead worker's that never checkpointed.
+        var fresh: ShardSet = .empty
     }
 
     let clock: WallClock

@@ -1,0 +1,20 @@
+import HeraldCore
+
+@testable import HeraldStore
+
+/// One progress record per event, as the fake keeps it, except on `SharedLease.fresh`
+/// shards, whose events read as not started there.
+extension FakeStorage {
+    func unfinishedEvents(channelNum: Int64, shards: ShardSet, afterSeq: Int64, throughSeq: Int64) throws -> [ShardedEvent] {
+        let fresh = shared?.fresh ?? .empty
+        return try unfinishedEvents(channelNum: channelNum, afterSeq: afterSeq, throughSeq: throughSeq).map { e in
+            guard !fresh.isEmpty, fresh.isSuperset(of: shards) else { return ShardedEvent(record: e, pending: shards) }
+            var r = e
+            r.cursor = nil
+            r.passStart = nil
+            r.wrapped = false
+            r.counters = EventCounters()
+            return ShardedEvent(record: r, pending: shards)
+        }
+    }
+}
