@@ -61,8 +61,9 @@ public enum FanoutAction: Sendable {
     case releaseLease(Lease)
     /// Give some shards of a lease back, keeping the rest (and the channel's catch-ups).
     case releaseShards(Lease)
-    /// Renew the shared lease → `leaseRenewed` (the time it was asked for with it).
-    case renewLease(Lease)
+    /// Renew these shared leases, in one round trip → `leaseRenewed` for each (the time
+    /// they were asked for with it).
+    case renewLeases([Lease])
     /// Tell storage this worker is alive and read every unfinished event → `polled`.
     case poll
     /// Take the channel if any of its shards are free (as a notice of its event does).

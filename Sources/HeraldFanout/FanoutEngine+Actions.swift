@@ -140,15 +140,17 @@ extension FanoutEngine {
         case .releaseShards(let lease):
             store.releaseLease(lease)
             return []
-        case .renewLease(let lease):
+        case .renewLeases(let leases):
             let askedAt = leaseClock.now()
+            var next: [FanoutAction] = []
             do {
-                let renewed = try store.renewLease(lease)
-                return scheduler.leaseRenewed(channelNum: lease.channelNum, renewed, askedAt: askedAt)
+                let renewed = try store.renewLeases(leases)
+                for l in leases { next += scheduler.leaseRenewed(channelNum: l.channelNum, renewed[l.channelNum] ?? nil, askedAt: askedAt) }
             } catch {
-                logger.warning("fanout.lease_renew_failed", ["channel_num": .int(lease.channelNum), "error": .string("\(error)")])
-                return scheduler.leaseRenewed(channelNum: lease.channelNum, nil, askedAt: askedAt, failed: true)
+                logger.warning("fanout.lease_renew_failed", ["channels": .int(Int64(leases.count)), "error": .string("\(error)")])
+                for l in leases { next += scheduler.leaseRenewed(channelNum: l.channelNum, nil, askedAt: askedAt, failed: true) }
             }
+            return next
         case .poll:
             do {
                 try store.heartbeat()

@@ -103,12 +103,12 @@ public protocol Leases: AnyObject, Sendable {
 }
 
 /// Everything the fan-out needs.
-public typealias FanoutStorage = Registry & EventLog & Leases & SharedLeases & PruneGuardStorage
+public typealias FanoutStorage = Registry & EventLog & Leases & SharedLeases & PruneGuardStorage & LeaseRenewals
 
 /// Everything the API needs.
 public protocol HeraldStorage:
     Registry, EventLog, AccessKeys, Leases, SharedLeases, Schedules, APNSChannelLosses, WebhookStorage, WebhookReporting,
-    PruneGuardStorage
+    PruneGuardStorage, LeaseRenewals
 {
     /// The storage answers and its schema is current (`/readyz`).
     func isReady() -> Bool

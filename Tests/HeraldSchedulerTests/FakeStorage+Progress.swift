@@ -18,3 +18,13 @@ extension FakeStorage {
         }
     }
 }
+
+/// Renewals in one call per tick, counted.
+extension FakeStorage {
+    func renewLeases(_ leases: [Lease]) throws -> [Int64: Lease?] {
+        state.withLock { $0.shared?.renewalCalls += 1 }
+        var renewed: [Int64: Lease?] = [:]
+        for l in leases { renewed[l.channelNum] = .some(try renewLease(l)) }
+        return renewed
+    }
+}

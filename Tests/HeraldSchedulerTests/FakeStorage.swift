@@ -49,6 +49,8 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
         /// Shards no worker has started the events on (their progress reads as new), as
         /// a dead worker's that never checkpointed.
         var fresh: ShardSet = .empty
+        /// Calls of `renewLeases` (each renews one or more channels).
+        var renewalCalls = 0
     }
 
     let clock: WallClock
