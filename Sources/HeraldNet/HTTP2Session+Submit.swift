@@ -70,14 +70,14 @@ extension HTTP2Session {
             throw error
         }
         s.id = id
-        streams[id] = s
+        adopt(s)
         return id
     }
 
     /// Queues the response on `streamID` (a stream the peer opened). Throws when the
     /// stream is gone or already answered.
     func submitResponse(streamID: HTTP2StreamID, status: Int, headers: HeaderList, body: [UInt8]) throws(HTTP2Error) {
-        guard let s = streams[streamID] else {
+        guard let s = stream(streamID) else {
             throw HTTP2Error(code: NGHTTP2_ERR_INVALID_ARGUMENT.rawValue, operation: "nghttp2_submit_response")
         }
         s.bodyBytes = body
