@@ -163,16 +163,17 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         context: AnyObject
     ) -> Int32? {
         submit(
-            method: request.method, path: request.path, headers: request.headers, requestHeaders: request.requestHeaders,
-            body: request.body, keepResponseHeaders: request.keepResponseHeaders, extra: extra, uuidField: uuidField, now: now,
-            context: context)
+            method: request.method, path: Array(request.path.utf8), headers: request.headers,
+            requestHeaders: request.requestHeaders, body: request.body, keepResponseHeaders: request.keepResponseHeaders,
+            extra: extra, uuidField: uuidField, now: now, context: context)
     }
 
     /// `submit` from a request's parts, borrowed: a sender that keeps them in its own
-    /// objects (the APNs pool) builds no `HTTP2Request` value per request.
+    /// objects (the APNs pool) builds no `HTTP2Request` value per request. `path`: the
+    /// `:path`'s bytes (a buffer the sender reuses).
     @discardableResult
     public func submit(
-        method: String, path: String, headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
+        method: String, path: [UInt8], headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
         keepResponseHeaders: Bool, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil,
         context: AnyObject
     ) -> Int32? {
