@@ -27,6 +27,16 @@ public enum APNSRequests {
     /// `/3/device/<hex token>`.
     public static func tokenPath(_ hexToken: String) -> String { "/3/device/" + hexToken }
 
+    /// `/3/device/<hex token>` of the raw `token`, written into `path` (emptied first; its
+    /// room is kept, so a reused buffer allocates nothing).
+    public static func writeTokenPath(_ token: [UInt8], into path: inout [UInt8]) {
+        path.removeAll(keepingCapacity: true)
+        path.append(contentsOf: tokenPathPrefix)
+        Hex.append(token, to: &path)
+    }
+
+    static let tokenPathPrefix = Array("/3/device/".utf8)
+
     /// `/4/broadcasts/apps/<bundleID>` — the bare bundle ID, with the leading slash (§4.1, §9).
     public static func broadcastPath(bundleID: String) -> String { "/4/broadcasts/apps/" + bundleID }
 

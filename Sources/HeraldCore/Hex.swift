@@ -6,6 +6,15 @@ public enum Hex {
         bytes.withUnsafeBytes { encode($0) }
     }
 
+    /// Appends the lower-case hex of `bytes` to `out` (a reused buffer: no allocation once
+    /// it has the room).
+    public static func append(_ bytes: [UInt8], to out: inout [UInt8]) {
+        for b in bytes {
+            out.append(digit(b >> 4))
+            out.append(digit(b & 0x0f))
+        }
+    }
+
     /// Lower-case hex of raw bytes.
     public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
         String(unsafeUninitializedCapacity: bytes.count * 2) { out in

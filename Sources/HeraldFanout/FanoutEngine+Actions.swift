@@ -257,7 +257,7 @@ extension FanoutEngine {
             requests.reserveCapacity(b.tokens.count)
             let base = b.batch * config.batchSize
             for (i, t) in b.tokens.enumerated() {
-                let r = APNSRequest(path: APNSRequests.tokenPath(Hex.encode(t)), template: template, index: base + i)
+                let r = requestStock.take(token: t, template: template, index: base + i)
                 r.express = b.express
                 requests.append(r)
             }
@@ -311,7 +311,7 @@ extension FanoutEngine {
         }
         if let d = c.deadline { template.setDeadline(monotonicNanos: monotonicNanos(d)) }
         let requests = c.items.map { item in
-            let r = APNSRequest(path: APNSRequests.tokenPath(Hex.encode(item.token)), template: template, index: item.id)
+            let r = requestStock.take(token: item.token, template: template, index: item.id)
             r.express = true
             return r
         }

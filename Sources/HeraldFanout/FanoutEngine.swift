@@ -59,6 +59,9 @@ public final class FanoutEngine: @unchecked Sendable {
     var catchUpTemplates: [Int64: (source: CatchUpKey, template: APNSTemplate)] = [:]
     /// The channel of each started run (its template's deadline follows the lease).
     var runChannels: [RunID: Int64] = [:]
+    /// Answered requests, reused for the next token pushes (no object and no path String
+    /// allocated per push once warm; freed here, on the thread that made them).
+    var requestStock = APNSRequestStock()
     var random = FastRandom()
 
     enum CatchUpKey: Equatable {
@@ -69,10 +72,11 @@ public final class FanoutEngine: @unchecked Sendable {
     enum Message {
         case event(String)
         case committed(EventRecord, Channel)
-        /// `request` rides along only to be released here, on the thread that allocated it:
-        /// glibc's malloc keeps freed blocks per thread, so a million requests freed on the
-        /// sender's loop sent the engine's allocations down malloc's slow path and grew the
-        /// heap (perf of `Benchmarks/fanout.sh`: `_int_malloc` on the fanout thread).
+        /// `request` rides along to be reused (`requestStock`) or released here, on the
+        /// thread that allocated it: glibc's malloc keeps freed blocks per thread, so a
+        /// million requests freed on the sender's loop sent the engine's allocations down
+        /// malloc's slow path and grew the heap (perf of `Benchmarks/fanout.sh`:
+        /// `_int_malloc` on the fanout thread).
         /// The pool is done with `request` when it calls the sink: its `attempts` and
         /// `sentAtMillis` are read here (the inbox's lock orders the two threads).
         case answer(RequestID, APNSResult, APNSRequest)
@@ -328,7 +332,11 @@ public final class FanoutEngine: @unchecked Sendable {
     private func handle(_ m: Message) {
         switch m {
         case .answer(let id, let result, let r):
-            execute(scheduler.answered(id, result, attempts: r.attempts, sentAtMillis: r.sentAtMillis))
+            let attempts = r.attempts
+            let sentAtMillis = r.sentAtMillis
+            // The pool is done with it (it called the sink); the inbox's lock ordered that.
+            requestStock.put(r)
+            execute(scheduler.answered(id, result, attempts: attempts, sentAtMillis: sentAtMillis))
         case .event(let id):
             do {
                 guard let e = try store.event(id: id), try ensureChannel(e.channelNum), let ch = try store.channel(num: e.channelNum)

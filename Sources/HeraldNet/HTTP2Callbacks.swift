@@ -41,7 +41,7 @@ enum HTTP2Callbacks {
         let id = frame.pointee.hd.stream_id
         return withSession(ud) { c in
             let s = c.makeStream(id)
-            c.streams[id] = s
+            c.adopt(s)
             // Fails only for a stream nghttp2 does not know, which it just announced.
             guard nghttp2_session_set_stream_user_data(c.raw, id, s.opaque) == 0 else {
                 return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
@@ -56,7 +56,8 @@ enum HTTP2Callbacks {
         guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let name, let value else { return 0 }
         withStream(raw, frame.pointee.hd.stream_id) { s in
             let n = UnsafeBufferPointer(start: name, count: namelen)
-            if namelen == 7 && n.elementsEqual(":status".utf8) {
+            // The one pseudo-header of a response (RFC 9113 §8.3.2; nghttp2 refuses any other).
+            if namelen == 7 && name[0] == 58 && name[1] == 115 {
                 var status = 0
                 for i in 0..<valuelen { status = status * 10 + Int(value[i] &- 48) }
                 s.status = status
@@ -130,17 +131,24 @@ enum HTTP2Callbacks {
         return 0
     }
 
-    static let streamClosed: nghttp2_on_stream_close_callback = { _, streamID, errorCode, ud in
-        // The session borrowed; the stream retained (`retire` drops the session's reference).
+    /// The session and stream borrowed (no retain per answer); the response's fields, body
+    /// and the caller's context are moved into the event, not copied (the stream is
+    /// retired, its next use starts empty).
+    static let streamClosed: nghttp2_on_stream_close_callback = { raw, streamID, errorCode, ud in
         withSession(ud) { c in
-            guard let s = c.stream(streamID) else { return }
-            if c.role == .client && s.status != 0 && errorCode == 0 {
-                c.sink.append(
-                    .response(streamID, HTTP2Response(status: s.status, headers: s.headers, body: s.responseBody), context: s.context))
-            } else {
-                c.sink.append(.streamClosed(streamID, errorCode: errorCode, context: s.context))
+            withStream(raw, streamID) { s in
+                let context = s.context.take()
+                if c.role == .client && s.status != 0 && errorCode == 0 {
+                    var headers: [(String, String)] = []
+                    var body: [UInt8] = []
+                    swap(&headers, &s.headers)
+                    swap(&body, &s.responseBody)
+                    c.sink.append(.response(streamID, HTTP2Response(status: s.status, headers: headers, body: body), context: context))
+                } else {
+                    c.sink.append(.streamClosed(streamID, errorCode: errorCode, context: context))
+                }
+                c.retire(s)
             }
-            c.retire(s)
         }
         return 0
     }
@@ -154,18 +162,20 @@ enum HTTP2Callbacks {
             flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
             return 0
         }
-        let s = Unmanaged<HTTP2Session.Stream>.fromOpaque(p).takeUnretainedValue()
-        let total = s.sendCount
-        let n = min(length, total - s.offset)
-        if n > 0 {
-            if let body = s.body {
-                body.bytes.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress! + s.offset, count: n) }
-            } else {
-                s.bodyBytes.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress! + s.offset, count: n) }
+        // Borrowed: the session's `streams` keeps it alive while nghttp2 sends its body.
+        return Unmanaged<HTTP2Session.Stream>.fromOpaque(p)._withUnsafeGuaranteedRef { s in
+            let total = s.sendCount
+            let n = min(length, total - s.offset)
+            if n > 0 {
+                if let body = s.body {
+                    body.bytes.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress! + s.offset, count: n) }
+                } else {
+                    s.bodyBytes.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress! + s.offset, count: n) }
+                }
             }
+            s.offset += n
+            if s.offset == total { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+            return n
         }
-        s.offset += n
-        if s.offset == total { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
-        return n
     }
 }

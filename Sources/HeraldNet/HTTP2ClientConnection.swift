@@ -163,16 +163,17 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         context: AnyObject
     ) -> Int32? {
         submit(
-            method: request.method, path: request.path, headers: request.headers, requestHeaders: request.requestHeaders,
-            body: request.body, keepResponseHeaders: request.keepResponseHeaders, extra: extra, uuidField: uuidField, now: now,
-            context: context)
+            method: request.method, path: Array(request.path.utf8), headers: request.headers,
+            requestHeaders: request.requestHeaders, body: request.body, keepResponseHeaders: request.keepResponseHeaders,
+            extra: extra, uuidField: uuidField, now: now, context: context)
     }
 
     /// `submit` from a request's parts, borrowed: a sender that keeps them in its own
-    /// objects (the APNs pool) builds no `HTTP2Request` value per request.
+    /// objects (the APNs pool) builds no `HTTP2Request` value per request. `path`: the
+    /// `:path`'s bytes (a buffer the sender reuses).
     @discardableResult
     public func submit(
-        method: String, path: String, headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
+        method: String, path: [UInt8], headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
         keepResponseHeaders: Bool, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil,
         context: AnyObject
     ) -> Int32? {
@@ -237,30 +238,32 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         guard !delivering, !events.isEmpty else { return }
         delivering = true
         defer { delivering = false }
+        // Loaded once per batch, not per event: a weak load costs atomics on the side table.
+        let d = delegate
         var batch: [HTTP2Event] = []
         swap(&batch, &spareEvents)
         while !events.isEmpty {
             swap(&batch, &events)
-            for e in batch { handle(e) }
+            for e in batch { handle(e, d) }
             batch.removeAll(keepingCapacity: true)
         }
         swap(&batch, &spareEvents)
     }
 
-    private func handle(_ e: HTTP2Event) {
+    private func handle(_ e: HTTP2Event, _ d: HTTP2ClientDelegate?) {
         switch e {
         case .response(let id, let response, let context):
             let late = !timedOut.isEmpty && timedOut.remove(id) != nil
-            streamEnded(context, late ? .failure(.timedOut) : .success(response))
+            streamEnded(context, late ? .failure(.timedOut) : .success(response), d)
         case .streamClosed(let id, let code, let context):
             let late = !timedOut.isEmpty && timedOut.remove(id) != nil
             let failure: HTTP2StreamFailure = late ? .timedOut : code == HTTP2ErrorCode.refusedStream ? .refused : .reset(code)
-            streamEnded(context, .failure(failure))
+            streamEnded(context, .failure(failure), d)
         case .settings:
-            delegate?.http2SettingsChanged(self)
+            d?.http2SettingsChanged(self)
         case .goAway(let last, let code, let data):
             if state == .ready { state = .goingAway }
-            delegate?.http2GoAway(self, lastStreamID: last, errorCode: code, debugData: data)
+            d?.http2GoAway(self, lastStreamID: last, errorCode: code, debugData: data)
         case .pingAcknowledged:
             keepalive.acknowledged()
         case .request:
@@ -268,8 +271,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         }
     }
 
-    private func streamEnded(_ context: AnyObject?, _ result: Result<HTTP2Response, HTTP2StreamFailure>) {
-        if let context { delegate?.http2(self, completed: context, result: result) }
+    private func streamEnded(_ context: AnyObject?, _ result: Result<HTTP2Response, HTTP2StreamFailure>, _ d: HTTP2ClientDelegate?) {
+        if let context { d?.http2(self, completed: context, result: result) }
         if state == .goingAway && activeStreams == 0 {
             loop.executeUnchecked { [weak self] in self?.transport?.closeAfterFlush() }
         }
@@ -306,9 +309,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         let limit = UInt64(config.streamTimeout * 1e9)
         var wrote = false
         do throws(HTTP2Error) {
-            for (id, s) in session.streams where now &- s.started > limit && !timedOut.contains(id) {
-                timedOut.insert(id)
-                try session.submitReset(streamID: id, errorCode: HTTP2ErrorCode.cancel)
+            for s in session.streams where now &- s.started > limit && !timedOut.contains(s.id) {
+                timedOut.insert(s.id)
+                try session.submitReset(streamID: s.id, errorCode: HTTP2ErrorCode.cancel)
                 wrote = true
             }
             switch keepalive.tick(now: now, lastActivity: transport?.lastActivity ?? now) {

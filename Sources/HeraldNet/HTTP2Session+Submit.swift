@@ -12,15 +12,16 @@ extension HTTP2Session {
         idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, context: AnyObject? = nil, started: UInt64 = 0
     ) throws(HTTP2Error) -> HTTP2StreamID {
         try submitRequest(
-            method: request.method, path: request.path, headers: request.headers, requestHeaders: request.requestHeaders,
+            method: request.method, path: Array(request.path.utf8), headers: request.headers, requestHeaders: request.requestHeaders,
             body: request.body, keepResponseHeaders: request.keepResponseHeaders, authority: authority, extra: extra,
             idField: idField, context: context, started: started)
     }
 
     /// `submitRequest` from the request's parts, borrowed (the pool's hot path: no
-    /// `HTTP2Request` value, so no copy of its fields and bodies per push).
+    /// `HTTP2Request` value, so no copy of its fields and bodies per push; the path as
+    /// bytes the caller keeps).
     func submitRequest(
-        method: String, path: String, headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
+        method: String, path: [UInt8], headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
         keepResponseHeaders: Bool, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
         idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, context: AnyObject?, started: UInt64
     ) throws(HTTP2Error) -> HTTP2StreamID {
@@ -30,10 +31,9 @@ extension HTTP2Session {
         s.context = context
         s.started = started
         let ud = s.opaque
-        var path = path
         var method = method
         let empty = HeaderList()
-        let id: Int32 = path.withUTF8 { pathBytes in
+        let id: Int32 = path.withUnsafeBufferPointer { pathBytes in
             method.withUTF8 { methodBytes in
                 headers.bytes.withUnsafeBufferPointer { h in
                     requestHeaders.bytes.withUnsafeBufferPointer { r in
@@ -70,7 +70,7 @@ extension HTTP2Session {
             throw error
         }
         s.id = id
-        streams[id] = s
+        adopt(s)
         return id
     }
 

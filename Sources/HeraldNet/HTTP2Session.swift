@@ -17,8 +17,10 @@ final class HTTP2Session {
     let maxBodyBytes: Int
     let raw: OpaquePointer
     /// Open streams, keeping each `Stream` alive; nghttp2 holds an unretained pointer to it
-    /// as the stream's user data, which is how the callbacks find it (no hashing there).
-    var streams: [HTTP2StreamID: Stream] = [:]
+    /// as the stream's user data, which is how the callbacks and `stream(_:)` find it. In
+    /// no order: each stream knows its place (`slot`), so opening and retiring one is O(1)
+    /// without hashing (a dictionary by id cost an insert and a removal per request).
+    private(set) var streams: [Stream] = []
     /// Ended streams kept for reuse: a stream costs no allocation once the connection is warm.
     var spare: [Stream] = []
     /// Where the callbacks record events: during `receive`/`produce` this holds the
@@ -32,6 +34,8 @@ final class HTTP2Session {
     /// less than the rest, interop notes §8), and the message we receive.
     final class Stream {
         var id: HTTP2StreamID
+        /// Its index in `streams` while open; -1 when not there.
+        var slot = -1
         /// Client: the caller's context, handed back with the stream's end, and when it began.
         var context: AnyObject?
         var started: UInt64 = 0
@@ -88,14 +92,29 @@ final class HTTP2Session {
         return Unmanaged<Stream>.fromOpaque(p).takeUnretainedValue()
     }
 
-    /// A stream ended: forget it, keep the object for the next one.
+    /// Tracks `s` as open (kept alive until `retire`).
+    @inline(__always)
+    func adopt(_ s: Stream) {
+        s.slot = streams.count
+        streams.append(s)
+    }
+
+    /// A stream ended: forget it, keep the object for the next one. The spare list takes
+    /// it before `streams` lets go (a caller may hold it only borrowed, as the callbacks
+    /// do); with the spare list full it is freed here, so a caller that does not own a
+    /// reference must not touch it after this.
     func retire(_ s: Stream) {
-        streams[s.id] = nil
         s.unanswered = false
-        if spare.count < 1024 {
-            s.context = nil
-            s.body = nil
-            spare.append(s)
+        s.context = nil
+        s.body = nil
+        if spare.count < 1024 { spare.append(s) }
+        let i = s.slot
+        guard i >= 0 else { return }
+        s.slot = -1
+        let last = streams.removeLast()
+        if last !== s {
+            last.slot = i
+            streams[i] = last
         }
     }
 
@@ -127,12 +146,12 @@ final class HTTP2Session {
 
     /// Server: streams handed to the application and not answered yet, above `id`, in id order.
     func unansweredStreams(above id: HTTP2StreamID) -> [Stream] {
-        streams.values.filter { $0.unanswered && $0.id > id }.sorted { $0.id < $1.id }
+        streams.filter { $0.unanswered && $0.id > id }.sorted { $0.id < $1.id }
     }
 
     /// Open streams in id order with their contexts (a connection failing them all).
     func openStreamContexts() -> [(HTTP2StreamID, AnyObject?, UInt64)] {
-        streams.values.sorted { $0.id < $1.id }.map { ($0.id, $0.context, $0.started) }
+        streams.sorted { $0.id < $1.id }.map { ($0.id, $0.context, $0.started) }
     }
 
     // MARK: - the choke point

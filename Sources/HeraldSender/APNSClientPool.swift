@@ -230,7 +230,7 @@ public final class APNSClientPool: @unchecked Sendable {
                     let t = r.template
                     let uuid = t.generatesAPNSID ? HTTP2UUIDField(name: "apns-id", high: random.next(), low: random.next()) : nil
                     let sid = c.submit(
-                        method: t.method, path: r.path, headers: t.headers, requestHeaders: r.headers, body: t.body,
+                        method: t.method, path: r.pathBytes, headers: t.headers, requestHeaders: r.headers, body: t.body,
                         keepResponseHeaders: t.keepResponseHeaders, extra: auth, uuidField: uuid, now: now, context: r)
                     guard sid != nil else {
                         // The connection took no more (going away, out of ids): the machine

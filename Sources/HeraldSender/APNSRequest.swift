@@ -69,14 +69,18 @@ public final class APNSTemplate: Sendable {
 /// One request to APNs: a path, per-request fields, and the shared template.
 ///
 /// `@unchecked Sendable`: after `submit` it is touched only on the pool's loop thread;
-/// the caller reads `attempts` in its sink, which runs there too.
+/// the caller reads `attempts` in its sink, which runs there too. Once its sink has been
+/// called the pool is done with it: its owner may then `reuse` it (`APNSRequestStock`),
+/// ordered after the sink by whatever carried it back (the fan-out's inbox lock).
 public final class APNSRequest: @unchecked Sendable {
-    public let path: String
-    public let headers: HeaderList
-    public let template: APNSTemplate
+    /// The `:path`'s bytes (a buffer kept across reuses: a token push writes its path here
+    /// instead of allocating a String).
+    public internal(set) var pathBytes: [UInt8]
+    public internal(set) var headers: HeaderList
+    public internal(set) var template: APNSTemplate
     /// The caller's own data (e.g. its batch) and index, handed back in the sink.
-    public let context: AnyObject?
-    public let index: Int
+    public internal(set) var context: AnyObject?
+    public internal(set) var index: Int
     /// Times sent to APNs so far.
     public internal(set) var attempts = 0
     /// Times refused unprocessed (GOAWAY / REFUSED_STREAM): resent without counting.
@@ -92,27 +96,96 @@ public final class APNSRequest: @unchecked Sendable {
     /// event whose whole audience fits in one batch, so a gate change to 200 passengers is
     /// not queued behind a million-token fan-out. Set before submitting.
     public var express = false
+    /// In an `APNSRequestStock`, waiting for reuse (not counted in `live`).
+    var stocked = false
 
-    /// Requests alive in this process (a fan-out that keeps them after their answer leaks;
-    /// tests check this returns to its baseline). Counted in debug builds only: in a
-    /// release build it is always 0, because one process-wide atomic touched by the
-    /// producer's thread and the pool's loop for every push bounces a cache line between
-    /// the two cores.
+    /// The `:path` (made on each call; the pool sends `pathBytes`).
+    public var path: String { String(decoding: pathBytes, as: UTF8.self) }
+
+    /// Requests alive in this process and not waiting in a stock for reuse (a fan-out that
+    /// keeps them after their answer leaks; tests check this returns to its baseline).
+    /// Counted in debug builds only: in a release build it is always 0, because one
+    /// process-wide atomic touched by the producer's thread and the pool's loop for every
+    /// push bounces a cache line between the two cores.
     public static var live: Int { liveCount.load(ordering: .relaxed) }
     private static let liveCount = Atomic<Int>(0)
 
     #if DEBUG
-    deinit { Self.liveCount.subtract(1, ordering: .relaxed) }
+    deinit { if !stocked { Self.liveCount.subtract(1, ordering: .relaxed) } }
     #endif
 
-    public init(path: String, headers: HeaderList = HeaderList(), template: APNSTemplate, context: AnyObject? = nil, index: Int = 0) {
+    @inline(__always)
+    static func countLive(_ delta: Int) {
         #if DEBUG
-        Self.liveCount.add(1, ordering: .relaxed)
+        liveCount.add(delta, ordering: .relaxed)
         #endif
-        self.path = path
+    }
+
+    public init(path: String, headers: HeaderList = HeaderList(), template: APNSTemplate, context: AnyObject? = nil, index: Int = 0) {
+        Self.countLive(1)
+        self.pathBytes = Array(path.utf8)
         self.headers = headers
         self.template = template
         self.context = context
         self.index = index
+    }
+
+    /// A token push to the raw device `token` (`/3/device/<hex>`).
+    public convenience init(token: [UInt8], template: APNSTemplate, context: AnyObject? = nil, index: Int = 0) {
+        self.init(path: "", template: template, context: context, index: index)
+        APNSRequests.writeTokenPath(token, into: &pathBytes)
+    }
+
+    /// Makes this answered request a fresh token push to `token`: every field as after
+    /// `init(token:template:context:index:)`, the path written into the kept buffer. Only by
+    /// its owner, after its sink was called (the pool no longer reads it).
+    func reuse(token: [UInt8], template: APNSTemplate, context: AnyObject?, index: Int) {
+        APNSRequests.writeTokenPath(token, into: &pathBytes)
+        if headers.count > 0 { headers = HeaderList() }
+        self.template = template
+        self.context = context
+        self.index = index
+        attempts = 0
+        refusals = 0
+        tokenRefreshed = false
+        sentAt = 0
+        sentAtMillis = 0
+        lastRetryable = nil
+        express = false
+    }
+}
+
+/// Answered requests kept by one thread (the fan-out's engine, a benchmark's driver) for
+/// its next token pushes, so a push allocates no request object and no path once the
+/// stock is warm (issue #12: nothing per push that can be allocated once). A value owned
+/// by that thread; not thread-safe. Bounded: past `limit` a returned request is freed.
+public struct APNSRequestStock {
+    private var spare: [APNSRequest] = []
+    /// Requests kept at most.
+    public let limit: Int
+
+    public init(limit: Int = 8192) { self.limit = limit }
+
+    /// Requests waiting for reuse.
+    public var count: Int { spare.count }
+
+    /// A token push to `token`: a reused request when the stock has one.
+    public mutating func take(token: [UInt8], template: APNSTemplate, context: AnyObject? = nil, index: Int = 0) -> APNSRequest {
+        guard let r = spare.popLast() else { return APNSRequest(token: token, template: template, context: context, index: index) }
+        r.stocked = false
+        APNSRequest.countLive(1)
+        r.reuse(token: token, template: template, context: context, index: index)
+        return r
+    }
+
+    /// Keeps `r` for reuse. Only once its sink was called, and on the owner's thread after
+    /// that (the pool is done with it then); nothing else may keep it.
+    public mutating func put(_ r: APNSRequest) {
+        guard spare.count < limit, !r.stocked else { return }
+        r.stocked = true
+        APNSRequest.countLive(-1)
+        // The caller's data is not kept alive by the stock (the template is, until reuse).
+        r.context = nil
+        spare.append(r)
     }
 }

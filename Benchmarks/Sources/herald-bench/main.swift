@@ -72,11 +72,23 @@ final class Counter: APNSResultSink, @unchecked Sendable {
     let cond = NSCondition()
     var done = 0
     var delivered = 0
+    /// Answered requests, handed back to the driver's thread for reuse (as the fan-out's
+    /// answers go back to its engine thread).
+    var answered: [APNSRequest] = []
     func apnsCompleted(_ request: APNSRequest, result: APNSResult) {
         cond.lock()
         done += 1
         if case .outcome(.delivered, _) = result { delivered += 1 }
+        answered.append(request)
         if done % 4096 == 0 { cond.broadcast() }
+        cond.unlock()
+    }
+
+    /// The requests answered since the last call (`into` is emptied first).
+    func takeAnswered(into out: inout [APNSRequest]) {
+        out.removeAll(keepingCapacity: true)
+        cond.lock()
+        swap(&out, &answered)
         cond.unlock()
     }
 }
@@ -85,12 +97,13 @@ let counter = Counter()
 let template = APNSTemplate(
     headers: HeaderList(APNSRequests.tokenPushFields(bundleID: "com.example.app", priority: 5, expiration: nil)),
     body: HTTP2Body(payload), sink: counter, keepResponseHeaders: false, generatesAPNSID: true)
-// Distinct device paths, built before the clock starts (the fan-out reads them from SQLite).
-var paths: [String] = [APNSRequests.tokenPath(token)]
+// Distinct device tokens as bytes, read before the clock starts (the fan-out reads them
+// from SQLite); each push's path is written from them, as the fan-out's are.
+var tokens: [[UInt8]] = [Hex.decode(token) ?? []]
 if let file = opts["tokens"] {
     guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { fail("cannot read \(file)") }
-    paths = text.split(separator: "\n").prefix(n).map { APNSRequests.tokenPath(String($0)) }
-    if paths.isEmpty { fail("no token in \(file)") }
+    tokens = text.split(separator: "\n").prefix(n).map { Hex.decode(String($0)) ?? [] }
+    if tokens.isEmpty { fail("no token in \(file)") }
 }
 
 func cpuSeconds() -> Double {
@@ -107,11 +120,17 @@ _ = pool.waitIdle(timeout: 30)
 let start = Monotonic.seconds()
 let cpuStart = cpuSeconds()
 var submitted = 0
+// Requests answered come back and are reused, as the fan-out's are (`APNSRequestStock`).
+var stock = APNSRequestStock()
+var answered: [APNSRequest] = []
 while submitted < n {
     let k = min(2048, n - submitted)
+    counter.takeAnswered(into: &answered)
+    for r in answered { stock.put(r) }
+    answered.removeAll(keepingCapacity: true)
     var batch: [APNSRequest] = []
     batch.reserveCapacity(k)
-    for j in 0..<k { batch.append(APNSRequest(path: paths[(submitted + j) % paths.count], template: template)) }
+    for j in 0..<k { batch.append(stock.take(token: tokens[(submitted + j) % tokens.count], template: template)) }
     pool.submit(batch)
     submitted += k
 }
