@@ -1,3 +1,4 @@
+import HeraldCore
 import HeraldPostgres
 import HeraldStore
 
@@ -8,11 +9,14 @@ import HeraldStore
 /// one round trip per `readAheadBatches` batches. A row read ahead is as the database had
 /// it when read (a registration or an unregistration landing between the read and the
 /// batch it ends up in is not seen, as if the batch had been read that much earlier); an
-/// expiry is checked again against each call's `now`. Not thread-safe: one per thread.
+/// expiry is checked again against each call's `now`; rows are served for at most a second
+/// after they were read, and a pass that reached its end is read afresh by the next. Not
+/// thread-safe: one per thread.
 final class PostgresScanner: SubscriptionScan {
     private var connection: PostgresConnection
     private let pool: ConnectionPool
     private var readAhead = ScanReadAhead()
+    private let clock = MonotonicClock()
 
     /// Batches read per statement.
     static let readAheadBatches = 4
@@ -42,12 +46,13 @@ final class PostgresScanner: SubscriptionScan {
         var out: [(token: [UInt8], registeredAtMillis: Int64)] = []
         var from = after
         while out.count < limit {
-            let (rows, readAfter) = readAhead.take(key, after: from, now: now, limit: limit - out.count)
+            let (rows, readAfter) = readAhead.take(key, after: from, now: now, at: clock.now(), limit: limit - out.count)
             for r in rows { out.append((r.token, r.registeredAtMillis)) }
             if let last = rows.last { from = last.token }
             guard let readAfter else { break }
             let asked = limit * Self.readAheadBatches
-            readAhead.filled(key, try read(key, after: readAfter, now: now, limit: asked), asked: asked)
+            let fetched = try read(key, after: readAfter, now: now, limit: asked)
+            readAhead.filled(key, fetched, asked: asked, at: clock.now())
         }
         return out
     }
