@@ -20,7 +20,9 @@ MINUTES=${1:-10}
 bench_setup
 machine
 start_sim --max-streams 200 --faults "latency-ms=1${SOAK_FAULTS:+,$SOAK_FAULTS}"
-start_serve
+# 201 keep-alive connections from one loopback address: above the default per-address cap
+# of 128 (--http-max-connections-per-ip), which refuses the rest (counted as errors).
+start_serve --http-max-connections-per-ip 512
 echo "soak: $MINUTES min, 200 publishers, 100 channels x 20 subscribers + 1 x 10000, faults: latency-ms=1${SOAK_FAULTS:+,$SOAK_FAULTS}"
 
 python3 - "$API" "$ADMIN" "$API_PID" "$SIM_CONTROL" "$MINUTES" "$WORK/herald.db" <<'PY'
@@ -46,6 +48,17 @@ def memory():
         k, _, v = line.partition(":")
         if k in ("VmRSS", "RssAnon"): out[k] = int(v.split()[0]) / 1024
     return out
+
+def sqlite_mib():
+    """SQLite's own heap now (page caches, statements): herald_db_memory_bytes, summed over databases."""
+    try:
+        c = http.client.HTTPConnection(host, port, timeout=10)
+        c.request("GET", "/metrics")
+        text = c.getresponse().read().decode()
+        c.close()
+        return sum(float(l.split()[-1]) for l in text.splitlines() if l.startswith("herald_db_memory_bytes")) / 1048576
+    except Exception:
+        return float("nan")
 
 def db_mib():
     return sum(os.path.getsize(f) for f in (db, db + "-wal") if os.path.exists(f)) / 1048576
@@ -128,11 +141,12 @@ while time.time() < end:
     chunk.sort()
     m = memory()
     t = time.time() - start
-    if baseline is None and t >= warmup: baseline = (published, m, db_mib())
-    if baseline is not None: samples.append((published, m["RssAnon"]))
+    sq = sqlite_mib()
+    if baseline is None and t >= warmup: baseline = (published, m, db_mib(), sq)
+    if baseline is not None: samples.append((published, m["RssAnon"], m["RssAnon"] - sq))
     p = lambda q: chunk[min(len(chunk) - 1, int(q * len(chunk)))] * 1000 if chunk else 0
     print(f"soak: t={t:5.0f}s publishes={published} rate={len(chunk) / 10:.0f}/s p50={p(0.5):.1f}ms p99={p(0.99):.1f}ms "
-          f"errors={errs} pushed_back={pushed_back} rss={m['VmRSS']:.1f}MiB anon={m['RssAnon']:.1f}MiB db={db_mib():.1f}MiB", flush=True)
+          f"errors={errs} pushed_back={pushed_back} rss={m['VmRSS']:.1f}MiB anon={m['RssAnon']:.1f}MiB sqlite={sq:.1f}MiB db={db_mib():.1f}MiB", flush=True)
 stop.set()
 for t in threads: t.join(timeout=120)
 elapsed = time.time() - start
@@ -161,21 +175,25 @@ m = memory()
 all_latencies.sort()
 q = lambda x: all_latencies[min(len(all_latencies) - 1, int(x * len(all_latencies)))] * 1000 if all_latencies else 0
 # Growth of the heap per 10 000 publishes after warm-up (least squares over the samples).
-slope = 0.0
-if len(samples) >= 2:
-    xs, ys = [s[0] for s in samples], [s[1] for s in samples]
+# The heap less SQLite's own (its page caches fill as the database grows, up to their caps)
+# is what a leak in Herald would make grow.
+def slope_of(k):
+    if len(samples) < 2: return 0.0
+    xs, ys = [s[0] for s in samples], [s[k] for s in samples]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     den = sum((x - mx) ** 2 for x in xs)
-    slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den * 10_000) if den else 0.0
+    return (sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den * 10_000) if den else 0.0
+slope, slope_less_sqlite = slope_of(1), slope_of(2)
 if error_samples: print("soak: errors, e.g.:", *error_samples, sep="\n  ")
-b = baseline or (0, m, db_mib())
+b = baseline or (0, m, db_mib(), sqlite_mib())
 for k, v in [
     ("soak_minutes", f"{elapsed / 60:.1f}"), ("publishes", stats["publishes"]), ("publishes_per_second", f"{stats['publishes'] / elapsed:.0f}"),
     ("errors", errors), ("pushed_back", stats["pushed_back"]), ("pushes_delivered", delivered),
     ("latency_p50_ms", f"{q(0.5):.1f}"), ("latency_p99_ms", f"{q(0.99):.1f}"), ("latency_max_ms", f"{q(1.0):.1f}"),
     ("rss_after_warmup_mib", f"{b[1]['VmRSS']:.1f}"), ("rss_end_mib", f"{m['VmRSS']:.1f}"),
     ("rss_anon_after_warmup_mib", f"{b[1]['RssAnon']:.1f}"), ("rss_anon_end_mib", f"{m['RssAnon']:.1f}"),
-    ("rss_anon_mib_per_10k_publishes", f"{slope:.2f}"), ("db_after_warmup_mib", f"{b[2]:.1f}"), ("db_end_mib", f"{db_mib():.1f}"),
+    ("rss_anon_mib_per_10k_publishes", f"{slope:.2f}"), ("rss_anon_less_sqlite_mib_per_10k_publishes", f"{slope_less_sqlite:.2f}"),
+    ("sqlite_heap_after_warmup_mib", f"{b[3]:.1f}"), ("sqlite_heap_end_mib", f"{sqlite_mib():.1f}"), ("db_after_warmup_mib", f"{b[2]:.1f}"), ("db_end_mib", f"{db_mib():.1f}"),
     ("unfinished_channels", unfinished), ("stale_subscribers_sampled", stale),
 ]:
     print(f"{k}={v}")

@@ -59,8 +59,11 @@ public enum FanoutAction: Sendable {
     case release(RunID)
     /// Give the channel's lease back.
     case releaseLease(Lease)
-    /// Renew the shared lease → `leaseRenewed` (the time it was asked for with it).
-    case renewLease(Lease)
+    /// Give some shards of a lease back, keeping the rest (and the channel's catch-ups).
+    case releaseShards(Lease)
+    /// Renew these shared leases, in one round trip → `leaseRenewed` for each (the time
+    /// they were asked for with it).
+    case renewLeases([Lease])
     /// Tell storage this worker is alive and read every unfinished event → `polled`.
     case poll
     /// Take the channel if any of its shards are free (as a notice of its event does).
@@ -77,6 +80,12 @@ public enum FanoutAction: Sendable {
     /// Tell the engine's observer (webhooks) the pruning guard stopped deletions; nothing
     /// comes back.
     case guardTripped(eventID: String, channelID: String, share: Double)
+    /// Read the pruning guard's tally of the event on every shard but `shards` (blocking)
+    /// → `pruneGuardRead` (nil on failure).
+    case readPruneGuard(run: RunID, eventID: String, shards: ShardSet)
+    /// Store that the guard tripped for the event, for the other workers (blocking; a
+    /// failure is logged).
+    case recordPruneGuardTrip(eventID: String)
 }
 
 /// A run that starts sending.

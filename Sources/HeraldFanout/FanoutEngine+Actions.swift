@@ -137,15 +137,20 @@ extension FanoutEngine {
             catchUpTemplates[lease.channelNum]?.template.cancel()
             catchUpTemplates[lease.channelNum] = nil
             return []
-        case .renewLease(let lease):
+        case .releaseShards(let lease):
+            store.releaseLease(lease)
+            return []
+        case .renewLeases(let leases):
             let askedAt = leaseClock.now()
+            var next: [FanoutAction] = []
             do {
-                let renewed = try store.renewLease(lease)
-                return scheduler.leaseRenewed(channelNum: lease.channelNum, renewed, askedAt: askedAt)
+                let renewed = try store.renewLeases(leases)
+                for l in leases { next += scheduler.leaseRenewed(channelNum: l.channelNum, renewed[l.channelNum] ?? nil, askedAt: askedAt) }
             } catch {
-                logger.warning("fanout.lease_renew_failed", ["channel_num": .int(lease.channelNum), "error": .string("\(error)")])
-                return scheduler.leaseRenewed(channelNum: lease.channelNum, nil, askedAt: askedAt, failed: true)
+                logger.warning("fanout.lease_renew_failed", ["channels": .int(Int64(leases.count)), "error": .string("\(error)")])
+                for l in leases { next += scheduler.leaseRenewed(channelNum: l.channelNum, nil, askedAt: askedAt, failed: true) }
             }
+            return next
         case .poll:
             do {
                 try store.heartbeat()
@@ -164,8 +169,13 @@ extension FanoutEngine {
         case .refresh(let num):
             let askedAt = leaseClock.now()
             do {
+                // While the channel is sending, only the shards gained are read (taken over mid-event).
+                let held = scheduler.refreshesMidEvent(channelNum: num) ? scheduler.lease(channelNum: num)?.shards ?? .empty : .empty
                 let lease = try store.claimShare(channelNum: num)
-                let events = try lease.map { try store.unfinishedEvents(channelNum: num, shards: $0.shards, afterSeq: 0, throughSeq: .max) }
+                let events = try lease.map { l in
+                    let shards = l.shards.subtracting(held)
+                    return shards.isEmpty ? [] : try store.unfinishedEvents(channelNum: num, shards: shards, afterSeq: 0, throughSeq: .max)
+                }
                 return scheduler.leaseRefreshed(channelNum: num, lease, askedAt: askedAt, events: events ?? [])
             } catch {
                 logger.warning("fanout.refresh_failed", ["channel_num": .int(num), "error": .string("\(error)")])
@@ -182,6 +192,23 @@ extension FanoutEngine {
             return []
         case .guardTripped(let eventID, let channelID, let share):
             observer.get()?.pruneGuardTripped(eventID: eventID, channelID: channelID, share: share)
+            return []
+        case .readPruneGuard(let run, let eventID, let shards):
+            do {
+                // A backend that stores no tally: the run's own answers are all there is.
+                let tally =
+                    try store.pruneGuardTally(eventID: eventID, excluding: shards) ?? PruneGuardTally(startedShards: 1, shardCount: 1)
+                return scheduler.pruneGuardRead(run, tally)
+            } catch {
+                logger.warning("fanout.prune_guard_read_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
+                return scheduler.pruneGuardRead(run, nil)
+            }
+        case .recordPruneGuardTrip(let eventID):
+            do {
+                try store.recordPruneGuardTrip(eventID: eventID)
+            } catch {
+                logger.warning("fanout.prune_guard_record_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
+            }
             return []
         }
     }

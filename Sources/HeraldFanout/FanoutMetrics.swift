@@ -7,6 +7,8 @@ final class FanoutMetrics: Sendable {
     let superseded, pruned, guardTrips, catchUps, catchUpsDropped, downgrades, broadcasts, broadcastFailures: Counter
     let duration, firstPush: Histogram
     let activeEvents: Gauge
+    /// Shards of shared leases held now, and the age of the oldest event they still owe.
+    let leasesHeld, shardLag: Gauge
     /// Shared leases whose channel grew by shards freed elsewhere.
     let leasesTaken: Counter
     /// Token pushes of events by final result (closed set).
@@ -36,6 +38,11 @@ final class FanoutMetrics: Sendable {
             "herald_publish_to_first_push_seconds", help: "Time from accepting a publish to handing its first push to the sender.",
             buckets: Histogram.latencySeconds)
         activeEvents = r.gauge("herald_fanout_active_events", help: "Events being sent now.")
+        leasesHeld = r.gauge(
+            "herald_fanout_leases_held", help: "Shard leases (channel, shard) this worker holds now (0 without shared leases).")
+        shardLag = r.gauge(
+            "herald_fanout_shard_lag_seconds",
+            help: "Age of the oldest event still owed to a shard this worker sends, from when it was due (0: none).")
         leasesTaken = r.counter(
             "herald_fanout_lease_takeovers_total", help: "Shared channel leases that grew by shards another worker had held.")
         func pushes(_ result: String) -> Counter {

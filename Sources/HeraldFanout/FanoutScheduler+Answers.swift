@@ -49,33 +49,33 @@ extension RunState {
         switch result {
         case .outcome(.delivered, _):
             counters.sent += 1
-            answers += 1
+            counters.answers += 1
             metrics.pushSent.inc()
         case .outcome(.dropToken(_, let since), _):
-            answers += 1
+            counters.answers += 1
             metrics.pushDead.inc()
             let token = inFlight[k].tokens[slot]
             if let since {
                 unregistered.append((kind, token, since))
             } else {
                 // BadDeviceToken has no timestamp: a registration after the request wins.
-                deadAnswers += 1
+                counters.invalid += 1
                 heldInvalid.append((kind, token, sentAtMillis))
             }
             prune = true
         case .outcome(.failEvent(let reason, let status), _):
             counters.failed += 1
             metrics.pushFailed.inc()
-            answers += 1
+            counters.answers += 1
             stopReason = "APNs refused the push: \(reason) (\(status))"
         case .outcome(.failConfig(let reason, let status), _):
             counters.failed += 1
             metrics.pushFailed.inc()
-            answers += 1
+            counters.answers += 1
             stopReason = "APNs refused the configuration: \(reason) (\(status)); check the key, team, bundle id and environment"
         case .outcome, .exhausted:
             counters.failed += 1
-            answers += 1
+            counters.answers += 1
             metrics.pushFailed.inc()
         case .cancelled:
             metrics.pushSkipped.inc()
@@ -96,47 +96,6 @@ extension FanoutScheduler {
         runs[id] = run
         actions.append(.cancel(id))
         logger.error("fanout.event_failed", ["event_id": .string(run.record.id), "reason": .string(reason)])
-    }
-
-    /// Deletes the subscriptions APNs reported dead. 410 answers carry APNs' timestamp and
-    /// are pruned in batches (a registration after that time survives, reference §8.10).
-    /// BadDeviceToken answers are held until the pruning guard has seen enough answers: if
-    /// an implausible share of the event's answers call tokens invalid (a wrong environment
-    /// or topic does that to every token, design delivery 10), nothing is deleted and it
-    /// is raised in logs and metrics.
-    mutating func flushPrunes(_ id: RunID, final: Bool, _ actions: inout [FanoutAction]) {
-        guard var run = runs[id], let ch = channels[run.channelNum] else { return }
-        if run.unregistered.count >= 256 || (final && !run.unregistered.isEmpty) {
-            actions.append(.prune(PruneRequest(run: id, channelNum: run.channelNum, items: run.unregistered)))
-            run.pendingPrunes += 1
-            run.unregistered.removeAll()
-        }
-        defer { runs[id] = run }
-        guard !run.heldInvalid.isEmpty else { return }
-        let sampleReady = run.answers >= config.pruneGuardMinSample || final
-        guard sampleReady else { return }
-        if !run.guardTripped && Double(run.deadAnswers) >= config.pruneGuardRatio * Double(run.answers) {
-            run.guardTripped = true
-            metrics.guardTrips.inc()
-            logger.error(
-                "fanout.prune_guard_tripped",
-                [
-                    "event_id": .string(run.record.id), "channel": .string(ch.channel.id), "bundle_id": .string(ch.channel.bundleID),
-                    "environment": .string(ch.channel.environment.rawValue), "invalid": .int(Int64(run.deadAnswers)),
-                    "answers": .int(Int64(run.answers)),
-                    "hint": "most tokens were refused as invalid: check the channel's environment and bundle id; subscriptions kept",
-                ])
-            let share = run.answers > 0 ? Double(run.deadAnswers) / Double(run.answers) : 1
-            actions.append(.guardTripped(eventID: run.record.id, channelID: ch.channel.id, share: share))
-        }
-        if run.guardTripped {
-            run.counters.failed += Int64(run.heldInvalid.count)
-            run.heldInvalid.removeAll()
-        } else if run.heldInvalid.count >= 256 || final {
-            actions.append(.prune(PruneRequest(run: id, channelNum: run.channelNum, items: run.heldInvalid, reason: .badDeviceToken)))
-            run.pendingPrunes += 1
-            run.heldInvalid.removeAll()
-        }
     }
 
     /// A prune was written: `removed` of `requested` deleted (the others were registered
@@ -219,7 +178,7 @@ extension FanoutScheduler {
 
     /// The background count of a run's targets.
     public mutating func targetsCounted(_ id: RunID, _ n: Int64) {
-        guard let run = runs[id], channels[run.channelNum]?.active == id else { return }
+        guard let run = runs[id], let ch = channels[run.channelNum], ch.active == id || ch.helpers.contains(id) else { return }
         runs[id]?.counters.targets = n
     }
 

@@ -36,9 +36,10 @@ extension FanoutScheduler {
     /// Renewals, polls and idle releases (from `housekeeping`).
     mutating func leaseHousekeeping(_ actions: inout [FanoutAction]) {
         let now = leaseClock.now()
+        var due: [Lease] = []
         for num in order {
             guard var ch = channels[num], let validFor = ch.lease.validFor else { continue }
-            let idle = ch.active == nil && ch.pending.isEmpty && ch.draining.isEmpty && ch.catchUpsInFlight == 0
+            let idle = ch.active == nil && ch.pending.isEmpty && ch.draining.isEmpty && ch.helpers.isEmpty && ch.catchUpsInFlight == 0
             if !idle {
                 ch.idleSince = nil
             } else if ch.idleSince == nil {
@@ -51,8 +52,20 @@ extension FanoutScheduler {
             }
             if !ch.renewing && !ch.refreshing && now - ch.leaseAskedAt >= validFor * config.leaseRenewal {
                 channels[num]?.renewing = true
-                actions.append(.renewLease(ch.lease))
+                due.append(ch.lease)
             }
+        }
+        // One renewal for all: the channels half-way to theirs go along, so their renewals
+        // fall into the same ticks from then on.
+        if !due.isEmpty {
+            for num in order {
+                guard let ch = channels[num], let validFor = ch.lease.validFor, !ch.renewing, !ch.refreshing,
+                    now - ch.leaseAskedAt >= validFor * config.leaseRenewal / 2
+                else { continue }
+                channels[num]?.renewing = true
+                due.append(ch.lease)
+            }
+            actions.append(.renewLeases(due))
         }
         if polling && now - lastPoll >= config.pollInterval {
             lastPoll = now
@@ -104,9 +117,7 @@ extension FanoutScheduler {
                 actions.append(.acquire(channelNum: num))
                 continue
             }
-            guard ch.lease.validFor != nil, ch.active == nil, ch.pending.isEmpty, ch.draining.isEmpty, ch.catchUpsInFlight == 0,
-                !ch.refreshing, !ch.renewing
-            else { continue }
+            guard ch.lease.validFor != nil, !ch.refreshing, !ch.renewing, isIdle(ch) || mayHelp(ch) else { continue }
             channels[num]?.refreshing = true
             actions.append(.refresh(channelNum: num))
         }
@@ -123,6 +134,10 @@ extension FanoutScheduler {
             channels[channelNum] = ch
             giveUp(channelNum, reason: "lost", &actions)
             return actions
+        }
+        if isSending(ch) {
+            channels[channelNum] = ch
+            return takeOverMidEvent(channelNum, lease, askedAt: askedAt, events: events)
         }
         if lease.shards != ch.lease.shards {
             logger.info(

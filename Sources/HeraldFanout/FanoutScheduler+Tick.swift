@@ -37,6 +37,11 @@ extension FanoutScheduler {
             for id in done { finish(id, &actions) }
             ch = channels[num]!
         }
+        if !ch.helpers.isEmpty {
+            channels[num] = ch
+            stepHelpers(num, &actions)
+            ch = channels[num]!
+        }
         if ch.active == nil {
             selectNext(&ch, &actions)
         }
@@ -46,7 +51,7 @@ extension FanoutScheduler {
             // Nothing of the new event goes out while an older one (or a late joiner's
             // catch-up) still has requests in flight: per token, never an older event after
             // a newer one (delivery 4).
-            guard ch.draining.isEmpty, ch.catchUpsInFlight == 0 else { return }
+            guard ch.draining.isEmpty, ch.helpers.isEmpty, ch.catchUpsInFlight == 0 else { return }
             start(&run, &ch, &actions)
             runs[id] = run
             channels[num] = ch
@@ -65,9 +70,15 @@ extension FanoutScheduler {
     /// Finishes the channel's active run when everything of it is answered.
     mutating func afterStep(_ id: RunID, _ actions: inout [FanoutAction]) {
         guard let run = runs[id], !run.finishing, !run.orphaned, run.finished || (run.stopped && run.drained && !run.scanning),
-            channels[run.channelNum]?.active == id
+            let ch = channels[run.channelNum]
         else { return }
-        channels[run.channelNum]?.active = nil
+        if ch.active == id {
+            channels[run.channelNum]?.active = nil
+        } else if let k = ch.helpers.firstIndex(of: id) {
+            channels[run.channelNum]?.helpers.remove(at: k)
+        } else {
+            return
+        }
         finish(id, &actions)
     }
 
@@ -344,7 +355,7 @@ extension FanoutScheduler {
             // back cancelled and complete their batches, so its checkpoint would move over
             // tokens that never got the event. The event that superseded it starts from the
             // checkpoint it had when it stopped (and wraps around), so nothing is lost.
-            for id in [ch.active].compactMap({ $0 }) + ch.draining {
+            for id in [ch.active].compactMap({ $0 }) + ch.draining + ch.helpers {
                 guard var run = runs[id], run.started, !run.stopped else { continue }
                 // Every interval, and as soon as half the duplicate window is answered (so
                 // the window rarely holds the sender back).
@@ -368,6 +379,7 @@ extension FanoutScheduler {
             actions.append(.retryFinishes(unrecordedFinishes))
         }
         leaseHousekeeping(&actions)
+        updateGauges()
         if now - lastSweep >= config.sweepInterval {
             lastSweep = now
             actions.append(.sweep(retentionMillis: Int64(config.eventRetention * 1000)))
@@ -385,7 +397,7 @@ extension FanoutScheduler {
             if let a = ch.active, let run = runs[a], run.outstanding > 0 || run.unsubmitted != nil || run.broadcastPending {
                 return busy
             }
-            if !ch.draining.isEmpty { return busy }
+            if !ch.draining.isEmpty || !ch.helpers.isEmpty { return busy }
             if let a = ch.active, let run = runs[a], run.scanFailures > 0 { w = min(w, max(0.001, run.scanRetryAt - now)) }
             if let next = ch.pending.first, next.kind == .update, ch.channel.minIntervalMillis > 0, ch.active == nil {
                 let due = ch.lastUpdateStart + Double(ch.channel.minIntervalMillis) / 1000

@@ -51,6 +51,8 @@ public struct FanoutScheduler {
     /// Events whose run ended here, with its shards, while the event is unfinished in
     /// storage (its final write may still be queued): a reload does not send them again.
     var finishedHere: [String: ShardSet] = [:]
+    /// When the lease and lag gauges were last set (`updateGauges`).
+    var lastGauges = -Double.infinity
 
     /// Catch-ups handed to the sender in one submission, and at most per round (a 100 000
     /// token batch must not stall the round over the channels).
@@ -182,6 +184,10 @@ public struct FanoutScheduler {
             if let a = ch.active, let run = runs[a], run.record.kind == .update, e.kind != .start, e.seq > run.record.seq {
                 supersede(a, by: e.id, in: &ch, &actions)
             }
+            for h in ch.helpers {
+                guard let run = runs[h], run.record.kind == .update, e.kind != .start, e.seq > run.record.seq else { continue }
+                supersedeHelper(h, by: e.id, in: &ch, &actions)
+            }
         }
         channels[channelNum] = ch
         return actions
@@ -201,7 +207,7 @@ public struct FanoutScheduler {
     /// for them), forgets it and gives its lease back.
     mutating func drop(_ ch: ChannelState, _ actions: inout [FanoutAction]) {
         let num = ch.channel.num
-        for r in [ch.active].compactMap({ $0 }) + ch.draining {
+        for r in [ch.active].compactMap({ $0 }) + ch.draining + ch.helpers {
             guard var run = runs[r] else { continue }
             run.stopped = true
             run.orphaned = true

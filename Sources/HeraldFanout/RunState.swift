@@ -87,10 +87,14 @@ struct RunState {
     var finishing = false
     var pendingPrunes = 0
 
-    // Pruning guard.
-    var answers = 0
-    var deadAnswers = 0
+    // Pruning guard (its tally is `counters.answers` and `counters.invalid`).
     var guardTripped = false
+    /// A shared lease's guard: the other shards' tally is being read (counted in
+    /// `pendingPrunes`, so the run does not finish before the decision).
+    var guardReading = false
+    /// A shared lease's guard reads the others' tally again once this many invalid tokens
+    /// are held (after a `hold`).
+    var nextGuardCheck = FanoutScheduler.pruneBatch
     /// Tokens APNs called invalid (BadDeviceToken, DeviceTokenNotForTopic), held until the
     /// guard has seen enough answers.
     var heldInvalid: [(kind: SubscriptionKind, token: [UInt8], beforeMillis: Int64)] = []
@@ -173,6 +177,10 @@ struct ChannelState {
     /// Superseded runs whose requests are still in flight; the active run waits for them so
     /// no token gets the older event after the newer one (design, delivery 4).
     var draining: [RunID] = []
+    /// Runs of the active run's event on shards taken over while it was sending (a dead
+    /// worker's, resumed from their checkpoints without waiting for the active run): the
+    /// next event starts only once they are done.
+    var helpers: [RunID] = []
     var lastUpdateStart = 0.0
     var priority10Sends: [Double] = []
     /// Where the next event's pass starts when it supersedes one that had started.

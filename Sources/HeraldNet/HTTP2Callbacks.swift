@@ -39,12 +39,15 @@ enum HTTP2Callbacks {
             frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
         else { return 0 }
         let id = frame.pointee.hd.stream_id
-        let c = session(ud)
-        let s = c.makeStream(id)
-        c.streams[id] = s
-        // Fails only for a stream nghttp2 does not know, which it just announced.
-        guard nghttp2_session_set_stream_user_data(c.raw, id, s.opaque) == 0 else { return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-        return 0
+        return withSession(ud) { c in
+            let s = c.makeStream(id)
+            c.streams[id] = s
+            // Fails only for a stream nghttp2 does not know, which it just announced.
+            guard nghttp2_session_set_stream_user_data(c.raw, id, s.opaque) == 0 else {
+                return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+            }
+            return 0
+        }
     }
 
     /// Client: `:status` parsed without a String; other fields kept when asked for, or
@@ -83,9 +86,7 @@ enum HTTP2Callbacks {
         withStream(raw, streamID) { s in
             let chunk = UnsafeBufferPointer(start: data, count: len)
             if server {
-                s.request.bodySize += len
-                let room = maxBody - s.request.body.count
-                if room > 0 { s.request.body.append(contentsOf: chunk.prefix(room)) }
+                s.request.appendBody(chunk, limit: maxBody)
             } else {
                 let room = maxBody - s.responseBody.count
                 if room > 0 { s.responseBody.append(contentsOf: chunk.prefix(room)) }
@@ -94,10 +95,20 @@ enum HTTP2Callbacks {
         return 0
     }
 
-    static let frameReceived: nghttp2_on_frame_recv_callback = { _, frame, ud in
+    static let frameReceived: nghttp2_on_frame_recv_callback = { raw, frame, ud in
         guard let frame else { return 0 }
-        let c = session(ud)
         let hd = frame.pointee.hd
+        // The hot case, a request's last frame, borrows the session and the stream.
+        if hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            && (hd.type == UInt8(NGHTTP2_HEADERS.rawValue) || hd.type == UInt8(NGHTTP2_DATA.rawValue))
+        {
+            withSession(ud) { c in
+                guard c.role == .server else { return }
+                withStream(raw, hd.stream_id) { s in c.sink.append(.request(s.request)) }
+            }
+            return 0
+        }
+        let c = session(ud)
         let ack = hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
         switch UInt32(hd.type) {
         case NGHTTP2_SETTINGS.rawValue where !ack:
@@ -120,15 +131,17 @@ enum HTTP2Callbacks {
     }
 
     static let streamClosed: nghttp2_on_stream_close_callback = { _, streamID, errorCode, ud in
-        let c = session(ud)
-        guard let s = c.stream(streamID) else { return 0 }
-        if c.role == .client && s.status != 0 && errorCode == 0 {
-            c.sink.append(
-                .response(streamID, HTTP2Response(status: s.status, headers: s.headers, body: s.responseBody), context: s.context))
-        } else {
-            c.sink.append(.streamClosed(streamID, errorCode: errorCode, context: s.context))
+        // The session borrowed; the stream retained (`retire` drops the session's reference).
+        withSession(ud) { c in
+            guard let s = c.stream(streamID) else { return }
+            if c.role == .client && s.status != 0 && errorCode == 0 {
+                c.sink.append(
+                    .response(streamID, HTTP2Response(status: s.status, headers: s.headers, body: s.responseBody), context: s.context))
+            } else {
+                c.sink.append(.streamClosed(streamID, errorCode: errorCode, context: s.context))
+            }
+            c.retire(s)
         }
-        c.retire(s)
         return 0
     }
 

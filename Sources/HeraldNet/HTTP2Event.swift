@@ -8,6 +8,9 @@ public enum HTTP2Setting: Sendable, Equatable {
     case maxConcurrentStreams(UInt32)
     case initialWindowSize(UInt32)
     case maxFrameSize(UInt32)
+    /// SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218 §2.1): this side ignores RFC 7540's
+    /// stream dependencies, so nghttp2 keeps no priority tree and no closed streams for it.
+    case noRFC7540Priorities(Bool)
 }
 
 /// What an `HTTP2Session` reports after it read or wrote: recorded by the nghttp2

@@ -52,8 +52,6 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
 
     let transport: TLSTransport
     var session: HTTP2Session?
-    /// Streams received and not answered (or refused) yet.
-    var unanswered: Set<Int32> = []
     var events: [HTTP2Event] = []
     private var spareEvents: [HTTP2Event] = []
     private var delivering = false
@@ -75,9 +73,11 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
 
     /// Sends the response for `streamID` (ignored if the stream is gone). Loop thread only.
     public func respond(streamID: Int32, status: Int, headers: HeaderList = HeaderList(), body: [UInt8] = []) {
-        guard let session, unanswered.remove(streamID) != nil else { return }
+        // A stream handed over and not answered yet (its flag, not a set per connection).
+        guard let session, let s = session.stream(streamID), s.unanswered else { return }
+        s.unanswered = false
         do {
-            try session.submitResponse(streamID: streamID, status: status, headers: headers, body: body)
+            try session.submitResponse(s, status: status, headers: headers, body: body)
         } catch {
             // The stream is half-closed or nghttp2 refused the fields: reset rather than hang.
             try? session.submitReset(streamID: streamID, errorCode: HTTP2ErrorCode.internalError)
@@ -87,7 +87,8 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
 
     /// Refuses a stream without processing it (RST_STREAM REFUSED_STREAM).
     public func refuse(streamID: Int32) {
-        guard let session, unanswered.remove(streamID) != nil else { return }
+        guard let session, let s = session.stream(streamID), s.unanswered else { return }
+        s.unanswered = false
         reset(session, streamID, HTTP2ErrorCode.refusedStream)
         scheduleFlush()
     }
@@ -117,9 +118,9 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
             fail(error)
             return
         }
-        for id in unanswered.sorted() where id > last {
-            unanswered.remove(id)
-            reset(session, id, HTTP2ErrorCode.refusedStream)
+        for s in session.unansweredStreams(above: last) {
+            s.unanswered = false
+            reset(session, s.id, HTTP2ErrorCode.refusedStream)
         }
         scheduleFlush()
     }
@@ -161,20 +162,23 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         defer { delivering = false }
         var batch: [HTTP2Event] = []
         swap(&batch, &spareEvents)
+        // The (weak) delegate loaded once per batch, not per request.
+        let delegate = self.delegate
         while !events.isEmpty {
             swap(&batch, &events)
-            for e in batch { handle(e) }
+            for e in batch { handle(e, delegate) }
             batch.removeAll(keepingCapacity: true)
         }
         swap(&batch, &spareEvents)
         delegate?.http2ServerDelivered(self)
     }
 
-    private func handle(_ e: HTTP2Event) {
+    private func handle(_ e: HTTP2Event, _ delegate: HTTP2ServerDelegate?) {
         switch e {
         case .request(let r):
             guard !closed else { return }
-            unanswered.insert(r.streamID)
+            // Nil when the peer already reset it: handed over all the same, its answer goes nowhere.
+            session?.stream(r.streamID)?.unanswered = true
             // A GOAWAY decided while handling an earlier request (of this read or before)
             // covers the later ones too: they are refused, never processed.
             if let last = goAwayLastStreamID, r.streamID > last {
@@ -183,9 +187,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
             }
             if r.streamID > lastProcessedStreamID { lastProcessedStreamID = r.streamID }
             delegate?.http2Server(self, received: r)
-        case .streamClosed(let id, _, _):
-            unanswered.remove(id)
-        case .response, .settings, .goAway, .pingAcknowledged:
+        case .streamClosed, .response, .settings, .goAway, .pingAcknowledged:
             break
         }
     }
@@ -196,7 +198,12 @@ extension HTTP2ServerConnection: TLSTransportDelegate {
         do {
             session = try HTTP2Session(
                 role: .server,
-                settings: [.maxConcurrentStreams(config.maxConcurrentStreams), .initialWindowSize(UInt32(config.windowSize))],
+                // No RFC 7540 priority tree: nghttp2 then keeps no dependency tree and no
+                // closed streams (a per-stream cost the answers do not need).
+                settings: [
+                    .maxConcurrentStreams(config.maxConcurrentStreams), .initialWindowSize(UInt32(config.windowSize)),
+                    .noRFC7540Priorities(true),
+                ],
                 connectionWindow: config.windowSize, maxBodyBytes: config.maxRequestBody)
         } catch {
             t.close(error: .http2(error))
@@ -232,7 +239,6 @@ extension HTTP2ServerConnection: TLSTransportDelegate {
     func transportClosed(_ t: TLSTransport, error: NetError?) {
         guard !closed else { return }
         closed = true
-        unanswered.removeAll()
         events.removeAll()
         session = nil
         delegate?.http2ServerClosed(self, error: error)

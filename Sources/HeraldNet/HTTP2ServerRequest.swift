@@ -7,15 +7,57 @@ import Glibc
 /// the String properties decode on demand (tests, cold paths), the `…Bytes` ones do not.
 public struct HTTP2ServerRequest: Sendable {
     public var streamID: Int32
+
+    /// Everything but the stream id, behind one reference: handing a request over (an
+    /// event, a delegate call) retains one object, not three arrays. Copy-on-write: a
+    /// mutation of a shared storage copies it first, so requests keep value semantics.
+    final class Storage: @unchecked Sendable {  // mutated only when uniquely referenced
+        var fields = HeaderList()
+        var pseudo: (method: Int16, path: Int16, scheme: Int16, authority: Int16) = (-1, -1, -1, -1)
+        var regularCount = 0
+        var body: [UInt8] = []
+        var bodySize = 0
+
+        init() {}
+
+        init(copying o: Storage) {
+            fields = o.fields
+            pseudo = o.pseudo
+            regularCount = o.regularCount
+            body = o.body
+            bodySize = o.bodySize
+        }
+    }
+
+    private var storage = Storage()
+
+    /// Makes the storage this request's own before a mutation.
+    @inline(__always)
+    private mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&storage) { storage = Storage(copying: storage) }
+    }
+
     /// Every field in arrival order, pseudo-headers (`:method`, `:path`, …) included.
-    public internal(set) var fields = HeaderList()
+    public var fields: HeaderList { _read { yield storage.fields } }
     /// Indexes in `fields` of `:method`, `:path`, `:scheme`, `:authority` (-1: absent).
-    var pseudo: (method: Int16, path: Int16, scheme: Int16, authority: Int16) = (-1, -1, -1, -1)
+    var pseudo: (method: Int16, path: Int16, scheme: Int16, authority: Int16) { storage.pseudo }
     /// Regular (non-pseudo) fields received.
-    public internal(set) var regularCount = 0
-    public var body: [UInt8] = []
+    public var regularCount: Int { storage.regularCount }
+    public var body: [UInt8] {
+        _read { yield storage.body }
+        set {
+            makeUnique()
+            storage.body = newValue
+        }
+    }
     /// The body's full size (larger than `body.count` when truncated at the limit).
-    public var bodySize = 0
+    public var bodySize: Int {
+        get { storage.bodySize }
+        set {
+            makeUnique()
+            storage.bodySize = newValue
+        }
+    }
 
     public init(streamID: Int32) { self.streamID = streamID }
 
@@ -23,32 +65,46 @@ public struct HTTP2ServerRequest: Sendable {
     /// holds them (a reused stream object).
     mutating func reset(streamID id: Int32) {
         streamID = id
-        fields.removeAll()
-        pseudo = (-1, -1, -1, -1)
-        regularCount = 0
-        body.removeAll(keepingCapacity: true)
-        bodySize = 0
+        guard isKnownUniquelyReferenced(&storage) else {
+            storage = Storage()
+            return
+        }
+        storage.fields.removeAll()
+        storage.pseudo = (-1, -1, -1, -1)
+        storage.regularCount = 0
+        storage.body.removeAll(keepingCapacity: true)
+        storage.bodySize = 0
+    }
+
+    /// Appends received body bytes, keeping at most `limit` of them (the size still counts all).
+    mutating func appendBody(_ chunk: UnsafeBufferPointer<UInt8>, limit: Int) {
+        makeUnique()
+        storage.bodySize += chunk.count
+        let room = limit - storage.body.count
+        if room > 0 { storage.body.append(contentsOf: chunk.prefix(room)) }
     }
 
     /// Records a field from nghttp2 (a header callback). Up to 64 regular fields are kept.
     mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        makeUnique()
+        let s = storage
         if name.count > 0 && name[0] == UInt8(ascii: ":") {
-            let i = Int16(truncatingIfNeeded: fields.count)
+            let i = Int16(truncatingIfNeeded: s.fields.count)
             if Self.named(name, ":path") {
-                pseudo.path = i
+                s.pseudo.path = i
             } else if Self.named(name, ":method") {
-                pseudo.method = i
+                s.pseudo.method = i
             } else if Self.named(name, ":scheme") {
-                pseudo.scheme = i
+                s.pseudo.scheme = i
             } else if Self.named(name, ":authority") {
-                pseudo.authority = i
+                s.pseudo.authority = i
             } else {
                 return
             }
-            fields.append(name: name, value: value)
-        } else if regularCount < 64 {
-            regularCount += 1
-            fields.append(name: name, value: value)
+            s.fields.append(name: name, value: value)
+        } else if s.regularCount < 64 {
+            s.regularCount += 1
+            s.fields.append(name: name, value: value)
         }
     }
 

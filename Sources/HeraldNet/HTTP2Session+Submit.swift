@@ -77,9 +77,15 @@ extension HTTP2Session {
     /// Queues the response on `streamID` (a stream the peer opened). Throws when the
     /// stream is gone or already answered.
     func submitResponse(streamID: HTTP2StreamID, status: Int, headers: HeaderList, body: [UInt8]) throws(HTTP2Error) {
-        guard let s = streams[streamID] else {
+        guard let s = stream(streamID) else {
             throw HTTP2Error(code: NGHTTP2_ERR_INVALID_ARGUMENT.rawValue, operation: "nghttp2_submit_response")
         }
+        try submitResponse(s, status: status, headers: headers, body: body)
+    }
+
+    /// `submitResponse` on a stream object the caller already holds (no lookup).
+    func submitResponse(_ s: Stream, status: Int, headers: HeaderList, body: [UInt8]) throws(HTTP2Error) {
+        let streamID = s.id
         s.bodyBytes = body
         s.offset = 0
         var digits: (UInt8, UInt8, UInt8) = (48, 48, 48)
@@ -119,6 +125,7 @@ extension HTTP2Session {
             case .maxConcurrentStreams(let v): entry(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, v)
             case .initialWindowSize(let v): entry(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, v)
             case .maxFrameSize(let v): entry(NGHTTP2_SETTINGS_MAX_FRAME_SIZE, v)
+            case .noRFC7540Priorities(let on): entry(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, on ? 1 : 0)
             }
         }
         try check(nghttp2_submit_settings(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), &iv, iv.count), "nghttp2_submit_settings")

@@ -43,8 +43,10 @@ final class HTTP2Session {
         var headers: [(String, String)] = []
         var responseBody: [UInt8] = []
         var keepHeaders = true
-        // Server: the request.
+        // Server: the request, and whether it was handed to the application and not yet
+        // answered or refused (what a GOAWAY refuses; a flag here, not a set per connection).
         var request: HTTP2ServerRequest
+        var unanswered = false
 
         init(id: HTTP2StreamID) {
             self.id = id
@@ -65,6 +67,7 @@ final class HTTP2Session {
             if !headers.isEmpty { headers = [] }
             if !responseBody.isEmpty { responseBody = [] }
             keepHeaders = true
+            unanswered = false
             request.reset(streamID: id)
         }
 
@@ -88,6 +91,7 @@ final class HTTP2Session {
     /// A stream ended: forget it, keep the object for the next one.
     func retire(_ s: Stream) {
         streams[s.id] = nil
+        s.unanswered = false
         if spare.count < 1024 {
             s.context = nil
             s.body = nil
@@ -120,6 +124,11 @@ final class HTTP2Session {
     }
 
     deinit { nghttp2_session_del(raw) }
+
+    /// Server: streams handed to the application and not answered yet, above `id`, in id order.
+    func unansweredStreams(above id: HTTP2StreamID) -> [Stream] {
+        streams.values.filter { $0.unanswered && $0.id > id }.sorted { $0.id < $1.id }
+    }
 
     /// Open streams in id order with their contexts (a connection failing them all).
     func openStreamContexts() -> [(HTTP2StreamID, AnyObject?, UInt64)] {

@@ -63,7 +63,7 @@ extension HeaderList {
     }
 
     /// True when fields `i` and `j` have the same name.
-    func sameName(_ i: Int, _ j: Int) -> Bool {
+    public func sameName(_ i: Int, _ j: Int) -> Bool {
         let a = entries[i]
         let b = entries[j]
         guard a.nameLen == b.nameLen else { return false }
@@ -89,6 +89,15 @@ extension ArraySlice where Element == UInt8 {
         guard count == b.utf8CodeUnitCount else { return false }
         guard !isEmpty else { return true }
         return withUnsafeBufferPointer { x in memcmp(x.baseAddress!, b.utf8Start, x.count) == 0 }
+    }
+
+    /// True when these bytes start with `prefix`'s.
+    @inline(__always)
+    public func bytesHavePrefix(_ prefix: StaticString) -> Bool {
+        let n = prefix.utf8CodeUnitCount
+        guard count >= n else { return false }
+        guard n > 0 else { return true }
+        return withUnsafeBufferPointer { x in memcmp(x.baseAddress!, prefix.utf8Start, n) == 0 }
     }
 
     /// True when these bytes end with `suffix`'s.

@@ -43,19 +43,20 @@ extension PostgresStore {
                 guard let anchor = mine.first else { return }
                 try c.run(
                     """
-                    INSERT INTO checkpoints (event_id, shard, cursor, wrapped, sent, failed, pruned, retried, skipped)
-                    SELECT $1, s, $2, $3, a * $5, a * $6, a * $7, a * $8, a * $9
+                    INSERT INTO checkpoints (event_id, shard, cursor, wrapped, sent, failed, pruned, retried, skipped, answers, invalid)
+                    SELECT $1, s, $2, $3, a * $5, a * $6, a * $7, a * $8, a * $9, a * $12, a * $13
                     FROM unnest($10::int8[]) AS s, LATERAL (SELECT CASE WHEN s = $4 THEN 1 ELSE 0 END::int8 AS a) AS w
                     WHERE EXISTS (SELECT 1 FROM events WHERE id = $1 AND state = $11)
                     ON CONFLICT (event_id, shard) DO UPDATE
                     SET cursor = EXCLUDED.cursor, wrapped = EXCLUDED.wrapped, sent = EXCLUDED.sent, failed = EXCLUDED.failed,
-                        pruned = EXCLUDED.pruned, retried = EXCLUDED.retried, skipped = EXCLUDED.skipped
+                        pruned = EXCLUDED.pruned, retried = EXCLUDED.retried, skipped = EXCLUDED.skipped,
+                        answers = EXCLUDED.answers, invalid = EXCLUDED.invalid
                     WHERE NOT checkpoints.done
                     """,
                     [
                         .text(eventID), .bytea(cursor), .bool(wrapped), .int8(anchor), .int8(counters.sent), .int8(counters.failed),
                         .int8(counters.pruned), .int8(counters.retried), .int8(counters.skipped), .array(mine.map { .int8($0) }),
-                        .text(EventState.sending.rawValue),
+                        .text(EventState.sending.rawValue), .int8(counters.answers), .int8(counters.invalid),
                     ])
             }, completion)
     }
@@ -93,21 +94,26 @@ extension PostgresStore {
     ) throws {
         let mine = try fence(c, eventID: eventID, shards: shards)
         guard let anchor = mine.first else { return }
+        // Finishes of one event take turns on its row: the count of done shards below must
+        // see every finish committed before it. Without the lock two holders finishing at
+        // once each missed the other's uncommitted rows, and the event stayed unfinished.
+        try c.run("SELECT 1 FROM events WHERE id = $1 FOR UPDATE", [.text(eventID)])
         try c.run(
             """
-            INSERT INTO checkpoints (event_id, shard, done, targets, sent, failed, pruned, retried, skipped)
-            SELECT $1, s, true, a * $3, a * $4, a * $5, a * $6, a * $7, a * $8
+            INSERT INTO checkpoints (event_id, shard, done, targets, sent, failed, pruned, retried, skipped, answers, invalid)
+            SELECT $1, s, true, a * $3, a * $4, a * $5, a * $6, a * $7, a * $8, a * $11, a * $12
             FROM unnest($9::int8[]) AS s, LATERAL (SELECT CASE WHEN s = $2 THEN 1 ELSE 0 END::int8 AS a) AS w
             WHERE EXISTS (SELECT 1 FROM events WHERE id = $1 AND state = ANY($10::text[]))
             ON CONFLICT (event_id, shard) DO UPDATE
             SET done = true, targets = GREATEST(checkpoints.targets, EXCLUDED.targets), sent = EXCLUDED.sent,
-                failed = EXCLUDED.failed, pruned = EXCLUDED.pruned, retried = EXCLUDED.retried, skipped = EXCLUDED.skipped
+                failed = EXCLUDED.failed, pruned = EXCLUDED.pruned, retried = EXCLUDED.retried, skipped = EXCLUDED.skipped,
+                answers = EXCLUDED.answers, invalid = EXCLUDED.invalid
             WHERE NOT checkpoints.done
             """,
             [
                 .text(eventID), .int8(anchor), .int8(counters.targets), .int8(counters.sent), .int8(counters.failed),
                 .int8(counters.pruned), .int8(counters.retried), .int8(counters.skipped), .array(mine.map { .int8($0) }),
-                EventState.unfinished.parameter,
+                EventState.unfinished.parameter, .int8(counters.answers), .int8(counters.invalid),
             ])
         try c.run(
             """

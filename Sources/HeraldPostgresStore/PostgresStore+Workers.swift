@@ -41,7 +41,8 @@ extension PostgresStore: SharedLeases {
             var rows: [String: [ShardProgress.Row]] = [:]
             for r in try c.query(
                 """
-                SELECT event_id, shard, pass_start, cursor, wrapped, done, targets, sent, failed, pruned, retried, skipped
+                SELECT event_id, shard, pass_start, cursor, wrapped, done, targets, sent, failed, pruned, retried, skipped,
+                       answers, invalid
                 FROM checkpoints WHERE event_id = ANY($1::text[]) AND shard = ANY($2::int8[])
                 """, [.array(events.map { .text($0.id) }), .array(shards.members.map { .int($0) })])
             {
@@ -52,6 +53,8 @@ extension PostgresStore: SharedLeases {
                 k.pruned = try r.int64("pruned")
                 k.retried = try r.int64("retried")
                 k.skipped = try r.int64("skipped")
+                k.answers = try r.int64("answers")
+                k.invalid = try r.int64("invalid")
                 rows[try r.text("event_id"), default: []].append(
                     ShardProgress.Row(
                         shard: Int(try r.int64("shard")), passStart: r["pass_start"]?.byteaValue, cursor: r["cursor"]?.byteaValue,

@@ -38,6 +38,8 @@ enum ShardProgress {
             sum.pruned += k.pruned
             sum.retried += k.retried
             sum.skipped += k.skipped
+            sum.answers += k.answers
+            sum.invalid += k.invalid
         }
         record.counters = sum
         record.passStart = at.passStart

@@ -18,6 +18,9 @@ struct SimFields {
     init(_ r: HTTP2ServerRequest) {
         var seen: UInt16 = 0
         var others = 0
+        // The first few fields of other names (user-agent, content-length…): only those can
+        // repeat each other unseen, the known names are counted above.
+        var other: (Int, Int, Int, Int) = (-1, -1, -1, -1)
         r.forEachRegularName { i, name in
             let bit: UInt16
             switch name.count {
@@ -46,14 +49,38 @@ struct SimFields {
                 collapseID = i
                 bit = 128
             default:
+                switch others {
+                case 0: other.0 = i
+                case 1: other.1 = i
+                case 2: other.2 = i
+                case 3: other.3 = i
+                default: break
+                }
                 others += 1
                 return
             }
             if seen & bit != 0 { duplicate = true }
             seen |= bit
         }
-        // Two fields of other names may be the same one: compare those pairwise (rare).
-        if !duplicate && others > 1 { duplicate = r.hasDuplicateFields }
+        // Two fields of other names may be the same one: compare those pairwise.
+        if !duplicate && others > 1 {
+            if others > 4 {
+                duplicate = r.hasDuplicateFields
+            } else {
+                let o = other
+                func at(_ k: Int) -> Int {
+                    switch k {
+                    case 0: o.0
+                    case 1: o.1
+                    case 2: o.2
+                    default: o.3
+                    }
+                }
+                for a in 0..<(others - 1) {
+                    for b in (a + 1)..<others where r.fields.sameName(at(a), at(b)) { duplicate = true }
+                }
+            }
+        }
     }
 
     @inline(__always)

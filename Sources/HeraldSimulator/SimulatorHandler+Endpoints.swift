@@ -22,14 +22,10 @@ extension SimulatorHandler {
     /// becomes a String only when something keys on it (the ledger, dead tokens, faults
     /// chosen by the token's hash).
     func tokenPush(
-        _ r: HTTP2ServerRequest, _ f: SimFields, token raw: ArraySlice<UInt8>, _ st: SimConnectionState, _ sim: APNSSimulator,
-        _ faults: SimulatorFaults
+        _ r: HTTP2ServerRequest, _ f: SimFields, token raw: ArraySlice<UInt8>, _ st: SimConnectionState, _ sim: APNSSimulator
     ) -> SimAnswer {
         guard !raw.isEmpty else { return .error(400, "MissingDeviceToken") }
-        guard raw.count % 2 == 0, raw.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) })
-        else {
-            return .error(400, "BadDeviceToken")
-        }
+        guard raw.count % 2 == 0, SimHex.isHex(raw) else { return .error(400, "BadDeviceToken") }
         guard let topic = SimFields.value(r, f.topic), !topic.isEmpty else { return .error(400, "MissingTopic") }
         guard let pushType = SimFields.value(r, f.pushType), let kind = Self.pushKind(pushType) else {
             return .error(400, "InvalidPushType")
@@ -61,20 +57,20 @@ extension SimulatorHandler {
         let limit = kind == .voip ? 5120 : 4096
         if r.bodySize > limit { return .error(413, "PayloadTooLarge") }
         let record = sim.config.recordLedger
-        guard record || !st.deadTokens.isEmpty || faults.deadTokenRate > 0 || faults.badTokenRate > 0 else {
+        guard record || !st.deadTokens.isEmpty || st.faults.deadTokenRate > 0 || st.faults.badTokenRate > 0 else {
             // The benchmark's path (`--no-ledger`, no token faults): counted on the connection.
             st.counts.accepted += 1
             return SimAnswer(status: 200)
         }
         let text = String(decoding: raw, as: UTF8.self)
         let token = raw.contains(where: { $0 >= 65 && $0 <= 70 }) ? text.lowercased() : text
-        if faults.isBad(token) { return .error(400, "BadDeviceToken") }
+        if st.faults.isBad(token) { return .error(400, "BadDeviceToken") }
         if let since = st.deadTokens[token] {
             var a = SimAnswer.error(410, "Unregistered")
             a.timestamp = since
             return a
         }
-        if faults.isDead(token) {
+        if st.faults.isDead(token) {
             var a = SimAnswer.error(410, "Unregistered")
             a.timestamp = sim.config.clock.nowMillis()
             return a

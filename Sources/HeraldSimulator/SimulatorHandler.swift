@@ -31,6 +31,9 @@ final class SimConnectionState {
     var counts = SimCounts()
     /// An answer's fields, rebuilt in the same storage for every response.
     var response = HeaderList()
+    /// Answers held back by the latency fault, and whether a timer is set for the earliest.
+    var delayed = SimDelayQueue()
+    var delayTimerSet = false
 
     /// Takes the simulator's current faults and dead tokens when they changed.
     @inline(__always)
@@ -104,7 +107,7 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         st.streams += 1
         st.refresh(from: sim)
         let f = SimFields(r)
-        let answer = evaluate(r, f, st, c, sim, st.faults)
+        let answer = evaluate(r, f, st, c, sim)
         let isError = answer.status >= 400
         if isError, let lower = st.faults.streamsAfterError, !st.lowered {
             st.lowered = true
@@ -116,14 +119,16 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         // The answer's fields go into the connection's reused list: no String, no array.
         st.response.removeAll()
         for (name, value) in answer.headers { st.response.append(name, value) }
-        let idName: StaticString = r.pathBytes.starts(with: "/3/".utf8) ? "apns-id" : "apns-request-id"
+        // Ids differ per answer: kept out of the HPACK table (reference §1.4), which saves
+        // both sides an insertion and an eviction per answer.
+        let idName: StaticString = r.pathBytes.bytesHavePrefix("/3/") ? "apns-id" : "apns-request-id"
         if let id = SimFields.value(r, f.id) ?? SimFields.value(r, f.requestID), Identifiers.isLowercaseUUID(bytes: id) {
-            st.response.append(idName, bytes: id)
+            st.response.append(idName, bytes: id, noIndex: true)
         } else {
-            st.response.append(uuid: HTTP2UUIDField(name: idName, high: st.random.next(), low: st.random.next()), noIndex: false)
+            st.response.append(uuid: HTTP2UUIDField(name: idName, high: st.random.next(), low: st.random.next()))
         }
         if answer.status == 200 || answer.status == 201 {
-            st.response.append(uuid: HTTP2UUIDField(name: "apns-unique-id", high: st.random.next(), low: st.random.next()), noIndex: false)
+            st.response.append(uuid: HTTP2UUIDField(name: "apns-unique-id", high: st.random.next(), low: st.random.next()))
         }
         var body: [UInt8] = answer.body ?? []
         if let reason = answer.reason {
@@ -138,16 +143,31 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         st.counts.answered(answer.status)
         let streamID = r.streamID
         if st.faults.latency > 0 {
-            let fields = st.response
-            c.loop.schedule(after: st.faults.latency) { [weak c] in
-                c?.respond(streamID: streamID, status: answer.status, headers: fields, body: body)
-            }
+            let due = Monotonic.nanos() &+ UInt64(st.faults.latency * 1e9)
+            st.delayed.push(due: due, streamID: streamID, status: answer.status, fields: st.response, body: body)
+            if !st.delayTimerSet { armDelayTimer(c, st) }
         } else {
             c.respond(streamID: streamID, status: answer.status, headers: st.response, body: body)
         }
         if st.faults.slowRead > 0 { c.pauseReading(for: st.faults.slowRead) }
         if let n = st.faults.goAwayAfterStreams, st.streams == n {
             c.goAway(lastStreamID: r.streamID, debugData: Array(#"{"reason":"\#(st.faults.goAwayReason)"}"#.utf8))
+        }
+    }
+
+    /// One timer per connection for the earliest held-back answer; when it fires it sends
+    /// every answer due by then and sets itself again for the next.
+    private func armDelayTimer(_ c: HTTP2ServerConnection, _ st: SimConnectionState) {
+        guard let due = st.delayed.nextDue else { return }
+        st.delayTimerSet = true
+        let now = Monotonic.nanos()
+        c.loop.schedule(after: due > now ? Double(due - now) / 1e9 : 0) { [weak self, weak c] in
+            guard let self, let c, let st = c.userInfo as? SimConnectionState else { return }
+            st.delayTimerSet = false
+            st.delayed.popDue(now: Monotonic.nanos()) { id, status, fields, body in
+                c.respond(streamID: id, status: status, headers: fields, body: body)
+            }
+            self.armDelayTimer(c, st)
         }
     }
 
@@ -168,9 +188,10 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
     // MARK: - validation
 
     private func evaluate(
-        _ r: HTTP2ServerRequest, _ f: SimFields, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator,
-        _ faults: SimulatorFaults
+        _ r: HTTP2ServerRequest, _ f: SimFields, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator
     ) -> SimAnswer {
+        // The faults are read in place from `st` (a copy would retain their dictionary and
+        // string per request).
         st.counts.requests += 1
         enum Route {
             case token(ArraySlice<UInt8>)
@@ -181,7 +202,7 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         let route: Route
         // The token route is the hot one: match its prefix on the bytes, without a String.
         let path = r.pathBytes
-        if path.starts(with: "/3/device".utf8) && (path.count == 9 || path[path.startIndex + 9] == UInt8(ascii: "/")) {
+        if path.bytesHavePrefix("/3/device") && (path.count == 9 || path[path.startIndex + 9] == UInt8(ascii: "/")) {
             route = .token(path.dropFirst(min(10, path.count)))
         } else {
             let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
@@ -216,17 +237,23 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
             if let denied = teamCheck(bundle: bundle, st, sim) { return denied }
         }
         // Injected errors apply to requests that passed authentication.
-        for (status, p) in faults.errorRates where p > 0 {
-            if Double(st.random.next() % 1_000_000) / 1_000_000 < p {
-                return .error(status, Self.reasonFor(status))
-            }
-        }
+        if !st.faults.errorRates.isEmpty, let injected = injectedError(st) { return injected }
         switch route {
-        case .token(let token): return tokenPush(r, f, token: token, st, sim, faults)
+        case .token(let token): return tokenPush(r, f, token: token, st, sim)
         case .broadcast(let bundle): return broadcast(r, bundle: bundle, sim)
         case .channels(let bundle): return manageChannel(r, bundle: bundle, sim)
         case .allChannels(let bundle): return listChannels(bundle: bundle, sim)
         }
+    }
+
+    /// An error the faults inject (per status, with its probability), or nil.
+    private func injectedError(_ st: SimConnectionState) -> SimAnswer? {
+        for (status, p) in st.faults.errorRates where p > 0 {
+            if Double(st.random.next() % 1_000_000) / 1_000_000 < p {
+                return .error(status, Self.reasonFor(status))
+            }
+        }
+        return nil
     }
 
     static func reasonFor(_ status: Int) -> String {

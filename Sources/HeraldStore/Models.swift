@@ -149,6 +149,12 @@ public struct EventCounters: Sendable, Equatable {
     public var retried: Int64 = 0
     /// Targets not sent because a newer event superseded this one.
     public var skipped: Int64 = 0
+    /// The pruning guard's tally (design, delivery 10): final answers counted, and those
+    /// that called the token invalid (`BadDeviceToken`). Kept with the progress of a shared
+    /// backend so that the guard counts per event across workers; not shown by the API,
+    /// and not stored on SQLite (one worker counts its own pass).
+    public var answers: Int64 = 0
+    public var invalid: Int64 = 0
 
     public init() {}
 }

@@ -103,11 +103,12 @@ public protocol Leases: AnyObject, Sendable {
 }
 
 /// Everything the fan-out needs.
-public typealias FanoutStorage = Registry & EventLog & Leases & SharedLeases
+public typealias FanoutStorage = Registry & EventLog & Leases & SharedLeases & PruneGuardStorage & LeaseRenewals
 
 /// Everything the API needs.
 public protocol HeraldStorage:
-    Registry, EventLog, AccessKeys, Leases, SharedLeases, Schedules, APNSChannelLosses, WebhookStorage, WebhookReporting
+    Registry, EventLog, AccessKeys, Leases, SharedLeases, Schedules, APNSChannelLosses, WebhookStorage, WebhookReporting,
+    PruneGuardStorage, LeaseRenewals
 {
     /// The storage answers and its schema is current (`/readyz`).
     func isReady() -> Bool

@@ -143,6 +143,7 @@ extension FaultTests {
             let t0 = Date()
             Self.round(h, rounds: 20, offset: 100, tally: tally)
             let mid = try #require(h.serve.memory)
+            let sqliteMid = try h.serve.metrics().sum("herald_db_memory_peak_bytes")
             Self.round(h, rounds: 20, offset: 200, tally: tally)
 
             let seconds = Date().timeIntervalSince(t0)
@@ -187,18 +188,24 @@ extension FaultTests {
             // SQLite's heap: its page caches fill as the database grows (the writer's up to
             // 32 MiB, each reader's up to 8 MiB), which /metrics reports
             // (herald_db_memory_peak_bytes: the most it held, since glibc keeps what SQLite
-            // frees). So the heap may grow by SQLite's growth (+10% for malloc's headers) plus
-            // 5 MiB: the rest grew 1.8-3.4 MiB over 8 000 publishes in clean runs (queues and
-            // MHD buffers reaching a higher mark than in the warm-up on a loaded CI machine,
-            // and glibc keeping it). So this is a coarse guard, against leaks of more than
-            // ~600 B per publish; smaller ones are caught exactly elsewhere (live request
-            // counts, e.g. SupersededBatchTests, and LeakSanitizer in scripts/sanitizers).
+            // frees). The rest still settles after the warm-up: queues, MHD buffers and
+            // glibc's per-thread arenas reach higher marks for some 20 000 publishes
+            // (Benchmarks/soak.sh prints the heap less SQLite's: +4.7 MiB over the first
+            // 12 000 publishes after its warm-up, then +0.5 MiB per 10 000, levelling off), so
+            // the first half of the measured load (4 000 publishes) counts as warm-up too (a
+            // loaded CI run: +5.0 MiB in the first half, +3.4 MiB in the second, SQLite's
+            // peak +2.3 MiB over both; a quiet one: +3.0 and +2.4). Over the second half the
+            // heap may grow by SQLite's growth (+10% for malloc's headers) plus 4 MiB: a
+            // coarse guard, against leaks of more than ~1 KiB per publish (a leak grows in
+            // both halves alike, settling does not); smaller ones are caught exactly
+            // elsewhere (live request counts, e.g. SupersededBatchTests, and LeakSanitizer in
+            // scripts/sanitizers).
             // Reintroducing the superseded-batch leak now adds only ~1.8 MiB here (the
             // express lane leaves few batches waiting for room): SupersededBatchTests fails.
-            print("load: SQLite heap peak \(mib(Int(sqliteWarm))) → \(mib(Int(sqliteEnd)))")
+            print("load: SQLite heap peak \(mib(Int(sqliteWarm))) → \(mib(Int(sqliteMid))) → \(mib(Int(sqliteEnd)))")
             #expect(sqliteEnd > 0, "herald_db_memory_peak_bytes is missing or zero")
-            let allowed = Int((sqliteEnd - sqliteWarm) * 1.1) + 5 * (1 << 20)
-            #expect(end.anon - warm.anon <= allowed, "RssAnon grew \(mib(end.anon - warm.anon)), allowed \(mib(allowed))")
+            let allowed = Int((sqliteEnd - sqliteMid) * 1.1) + 4 * (1 << 20)
+            #expect(end.anon - mid.anon <= allowed, "RssAnon grew \(mib(end.anon - mid.anon)) in the second half, allowed \(mib(allowed))")
         }
 
         /// The database's size in pages × page size, as a reader sees it (the WAL's committed

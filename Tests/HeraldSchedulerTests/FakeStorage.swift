@@ -41,6 +41,16 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
         var renewFails = false
         var renewals = 0
         var released: [Lease] = []
+        /// What the other workers stored of the pruning guard's tally (nil: every other
+        /// shard started, nothing answered), how often it was read, and the trips recorded.
+        var others: PruneGuardTally?
+        var guardReads = 0
+        var trips: [String] = []
+        /// Shards no worker has started the events on (their progress reads as new), as
+        /// a dead worker's that never checkpointed.
+        var fresh: ShardSet = .empty
+        /// Calls of `renewLeases` (each renews one or more channels).
+        var renewalCalls = 0
     }
 
     let clock: WallClock

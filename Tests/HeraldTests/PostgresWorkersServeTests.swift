@@ -158,12 +158,18 @@ final class WorkerCluster {
         ProcessInfo.processInfo.environment[env].flatMap { Int($0) } ?? n
     }
 
-    init(workers count: Int, tokens n: Int, slow: Bool = false, leaseSeconds: Int = 2) throws {
+    /// `tokenList` replaces the `tokens` random ones; `simulator` adjusts the simulator
+    /// (its faults) after `slow`.
+    init(
+        workers count: Int, tokens n: Int, slow: Bool = false, leaseSeconds: Int = 2, tokenList: [String]? = nil,
+        simulator: (inout SimulatorConfig) -> Void = { _ in }
+    ) throws {
         sim = try SimFixture {
             if slow {
                 $0.maxConcurrentStreams = UInt32(Self.slowStreams)
                 $0.faults.latency = 0.01
             }
+            simulator(&$0)
         }
         url = try PostgresCluster.shared().makeDatabase("workers")
         let r = try herald(["migrate", "--db", url], env: [:])
@@ -175,7 +181,8 @@ final class WorkerCluster {
         let made = try w.client.send(
             "POST", "/v1/channels", token: Self.admin, json: ["id": "final", "bundle_id": "com.example.app", "environment": "sandbox"])
         guard made.status == 201 else { throw WorkerClusterError(message: String(decoding: made.body, as: UTF8.self)) }
-        tokens = makeTokens(n, seed: 14)
+        tokens = tokenList ?? makeTokens(n, seed: 14)
+        let n = tokens.count
         for start in stride(from: 0, to: n, by: 10_000) {
             let chunk = tokens[start..<min(n, start + 10_000)].map { JSON.string($0) }
             let b = try w.client.send(

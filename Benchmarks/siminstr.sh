@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Issue #12: the simulator's cost per request counted in instructions, which (unlike CPU time)
+# do not move with the machine's other work: the simulator (--no-ledger --threads 2, or with
+# the ledger) and nghttpd (Debian's nghttp2-server, answering 404) each run under
+# `valgrind --tool=callgrind`, instrumented only while `h2load -i` sends N requests over
+# 2 × 1000 streams, after a warm-up of 2000 on other connections. User space only.
+#
+#   simulator_instructions_per_request=   nghttpd_instructions_per_request=
+#   simulator_vs_nghttpd_instructions=
+#
+#   Benchmarks/siminstr.sh [N]          default 20000 (valgrind runs them ~50× slower)
+#   LEDGER=1 Benchmarks/siminstr.sh     the simulator with its ledger
+#   HERALD_SIM=/path/herald             another build's simulator (before/after comparisons)
+source "$(dirname "$0")/lib.sh"
+N=${1:-20000}
+bench_setup nghttp2-server valgrind
+echo "load: $(uptime)"
+LEDGER_ARGS=(--no-ledger)
+[ -z "${LEDGER:-}" ] || LEDGER_ARGS=()
+PAYLOAD="$WORK/payload.json"
+printf '{"aps":{"content-state":{"away":0,"home":1},"event":"update","timestamp":1767225600}}' > "$PAYLOAD"
+make_tokens "$((N + 2000))" "$WORK/tokens.txt"
+
+# Counts the instructions of the callgrind-run process PID while h2load sends N requests to PORT.
+count() { # PID PORT OUT_PREFIX
+  local jwt; jwt=$(make_jwt)
+  make_uris "$WORK/tokens.txt" "$2" "$WORK/uris.$2.txt"
+  local h=(-H "authorization: bearer $jwt" -H "apns-push-type: liveactivity"
+    -H "apns-topic: com.example.app.push-type.liveactivity" -H "apns-priority: 5")
+  h2load -n 2000 -c 2 -m 1000 -t 1 -d "$PAYLOAD" -i "$WORK/uris.$2.txt" "${h[@]}" > /dev/null 2>&1
+  callgrind_control -i on "$1" > /dev/null
+  h2load -n "$N" -c 2 -m 1000 -t 1 -d "$PAYLOAD" -i "$WORK/uris.$2.txt" "${h[@]}" > "$WORK/h2load.$2.txt" 2>&1
+  callgrind_control -i off "$1" > /dev/null
+  callgrind_control -d "$1" > /dev/null
+  sleep 1
+  grep -q "requests: $N total, $N started, $N done" "$WORK/h2load.$2.txt" || { cat "$WORK/h2load.$2.txt" >&2; exit 1; }
+  cat "$3"* | awk -v n="$N" '/^totals:/ { s += $2 } END { printf "%.0f\n", s / n }'
+}
+
+SIM_PORT=$(free_port); SIM_CONTROL=$(free_port); SIM_DIR="$WORK/sim"
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$WORK/sim.cg" "${HERALD_SIM:-$HERALD}" apns-sim \
+  --listen "127.0.0.1:$SIM_PORT" --control "127.0.0.1:$SIM_CONTROL" --dir "$SIM_DIR" "${LEDGER_ARGS[@]}" --threads 2 \
+  --max-streams 1000 --streams-before-auth 1000 > "$WORK/sim.log" 2>&1 &
+SIM_PID=$!; PIDS+=($SIM_PID)
+for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$SIM_CONTROL/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
+SIM_KEY=$(ls "$SIM_DIR"/AuthKey_*.p8)
+SIM_KEY_ID=$(basename "$SIM_KEY" .p8 | sed 's/AuthKey_//')
+SIM_TEAM_ID=$(python3 -c "import json;print(json.load(open('$SIM_DIR/identity.json'))['team_id'])")
+SIM_IR=$(count "$SIM_PID" "$SIM_PORT" "$WORK/sim.cg.")
+
+NGHTTPD_PORT=$(free_port)
+mkdir -p "$WORK/htdocs"
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$WORK/nghttpd.cg" nghttpd -n 2 -d "$WORK/htdocs" \
+  "$NGHTTPD_PORT" "$SIM_DIR/sim-key.pem" "$SIM_DIR/sim-cert.pem" > "$WORK/nghttpd.log" 2>&1 &
+NGHTTPD_PID=$!; PIDS+=($NGHTTPD_PID)
+for _ in $(seq 1 100); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $NGHTTPD_PORT), 0.2)" 2>/dev/null && break; sleep 0.2; done
+NG_IR=$(count "$NGHTTPD_PID" "$NGHTTPD_PORT" "$WORK/nghttpd.cg.")
+
+echo "simulator_instructions_per_request=$SIM_IR"
+echo "nghttpd_instructions_per_request=$NG_IR"
+echo "simulator_vs_nghttpd_instructions=$(ratio "$SIM_IR" "$NG_IR")"
