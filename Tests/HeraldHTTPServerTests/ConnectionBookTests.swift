@@ -22,6 +22,7 @@ import Testing
         #expect(accepted, sourceLocation: sourceLocation)
     }
 
+    @discardableResult
     static func open(_ b: inout ConnectionBook, _ id: UInt, from address: ClientAddress = ip(1)) -> ConnectionBook.Admission {
         let a = b.admit(address, on: t1)
         if case .admit = a { b.opened(ConnectionID(raw: id), from: address, socket: Int32(id) + 100, on: t1) }
