@@ -48,6 +48,17 @@ final class Fixture {
         return s
     }
 
+    /// Two workers holding half of `channel`'s shards each: this store the lower half, a
+    /// second worker (returned) the upper half, as two leases after a share-out.
+    func splitLease(_ channel: Channel) throws -> (other: PostgresStore, lower: ShardSet, upper: ShardSet) {
+        let other = try secondWorker()
+        _ = try #require(try storage.acquireLease(channelNum: channel.num))
+        let upper = ShardSet(Shards.count / 2..<Shards.count)
+        storage.releaseLease(Lease(channelNum: channel.num, shards: upper))
+        #expect(try other.acquireLease(channelNum: channel.num)?.shards == upper)
+        return (other, ShardSet(0..<Shards.count / 2), upper)
+    }
+
     deinit {
         for s in others { s.close() }
         if let s = storage as? Store { s.close() }

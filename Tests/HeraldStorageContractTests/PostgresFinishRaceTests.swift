@@ -16,12 +16,7 @@ import Testing
         let f = try Fixture(.postgres)
         let ch = try f.channel()
         let e = try f.publish().event
-        let other = try f.secondWorker()
-        _ = try #require(try f.storage.acquireLease(channelNum: ch.num))
-        let upper = ShardSet(Shards.count / 2..<Shards.count)
-        let lower = ShardSet(0..<Shards.count / 2)
-        f.storage.releaseLease(Lease(channelNum: ch.num, shards: upper))
-        #expect(try other.acquireLease(channelNum: ch.num)?.shards == upper)
+        let (other, lower, upper) = try f.splitLease(ch)
         // A third session holds the event's row, so both finishes meet at it.
         let raw = try PostgresConnection(PostgresOptions(connection: try PostgresConnectionString(try #require(f.url))))
         defer { raw.close() }

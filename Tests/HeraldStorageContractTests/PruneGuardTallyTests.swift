@@ -13,13 +13,7 @@ import Testing
         let f = try Fixture(.postgres)
         let ch = try f.channel()
         let e = try f.publish().event
-        let other = try f.secondWorker()
-        _ = try #require(try f.storage.acquireLease(channelNum: ch.num))
-        let upper = ShardSet(Shards.count / 2..<Shards.count)
-        let mine = ShardSet(0..<Shards.count / 2)
-        f.storage.releaseLease(Lease(channelNum: ch.num, shards: upper))
-        let theirs = try #require(try other.acquireLease(channelNum: ch.num))
-        #expect(theirs.shards == upper)
+        let (other, mine, upper) = try f.splitLease(ch)
         // Nothing started yet.
         var t = try #require(try f.storage.pruneGuardTally(eventID: e.id, excluding: mine))
         #expect(t == PruneGuardTally(startedShards: 0, shardCount: Shards.count))
