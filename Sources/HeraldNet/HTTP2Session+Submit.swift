@@ -32,30 +32,36 @@ extension HTTP2Session {
         s.started = started
         let ud = s.opaque
         var method = method
-        let empty = HeaderList()
         let id: Int32 = path.withUnsafeBufferPointer { pathBytes in
             method.withUTF8 { methodBytes in
                 headers.bytes.withUnsafeBufferPointer { h in
                     requestHeaders.bytes.withUnsafeBufferPointer { r in
-                        (extra ?? empty).bytes.withUnsafeBufferPointer { e in
-                            nvScratch.removeAll(keepingCapacity: true)
-                            HTTP2Fields.append(&nvScratch, HTTP2Fields.method, methodBytes, noIndex: false)
-                            HTTP2Fields.append(&nvScratch, HTTP2Fields.scheme, HTTP2Fields.https, noIndex: false)
-                            HTTP2Fields.append(&nvScratch, HTTP2Fields.authority, authority, noIndex: false)
-                            // A path carries a device token: out of the HPACK table (reference §1.4).
-                            HTTP2Fields.append(&nvScratch, HTTP2Fields.path, pathBytes, noIndex: true)
-                            HTTP2Fields.append(&nvScratch, headers.entries, h)
-                            HTTP2Fields.append(&nvScratch, requestHeaders.entries, r)
-                            if let extra { HTTP2Fields.append(&nvScratch, extra.entries, e) }
-                            if let idField { HTTP2Fields.append(&nvScratch, idField.name, idField.value, noIndex: true) }
-                            return nvScratch.withUnsafeBufferPointer { nva in
+                        // Not `extra ?? empty`: that copies the list (two retains per push).
+                        Self.withBytes(of: extra) { e in
+                            // Written straight into a stack buffer of the exact size: no
+                            // array append (uniqueness and capacity checks) per field.
+                            let count =
+                                4 + headers.entries.count + requestHeaders.entries.count + (extra?.entries.count ?? 0)
+                                + (idField == nil ? 0 : 1)
+                            return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count) { buffer in
+                                var nv = HTTP2Fields.Writer(buffer.baseAddress!)
+                                nv.put(HTTP2Fields.method, methodBytes, noIndex: false)
+                                nv.put(HTTP2Fields.scheme, HTTP2Fields.https, noIndex: false)
+                                nv.put(HTTP2Fields.authority, authority, noIndex: false)
+                                // A path carries a device token: out of the HPACK table (reference §1.4).
+                                nv.put(HTTP2Fields.path, pathBytes, noIndex: true)
+                                nv.put(headers.entries, h)
+                                nv.put(requestHeaders.entries, r)
+                                if let extra { nv.put(extra.entries, e) }
+                                if let idField { nv.put(idField.name, idField.value, noIndex: true) }
+                                let nva = UnsafePointer(buffer.baseAddress!)
                                 guard body != nil else {
-                                    return nghttp2_submit_request(raw, nil, nva.baseAddress, nva.count, nil, ud)
+                                    return nghttp2_submit_request(raw, nil, nva, nv.count, nil, ud)
                                 }
                                 var provider = nghttp2_data_provider()
                                 provider.source.ptr = ud
                                 provider.read_callback = HTTP2Callbacks.readBody
-                                return nghttp2_submit_request(raw, nil, nva.baseAddress, nva.count, &provider, ud)
+                                return nghttp2_submit_request(raw, nil, nva, nv.count, &provider, ud)
                             }
                         }
                     }
@@ -72,6 +78,13 @@ extension HTTP2Session {
         s.id = id
         adopt(s)
         return id
+    }
+
+    /// Runs `body` with the bytes of `list`, or with no bytes when it is nil.
+    @inline(__always)
+    static func withBytes<R>(of list: HeaderList?, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let list { return list.bytes.withUnsafeBufferPointer(body) }
+        return body(UnsafeBufferPointer(start: nil, count: 0))
     }
 
     /// Queues the response on `streamID` (a stream the peer opened). Throws when the
@@ -185,6 +198,42 @@ enum HTTP2Fields {
     @inline(__always)
     static func append(_ out: inout [nghttp2_nv], _ name: StaticString, _ value: StaticString, noIndex: Bool) {
         append(&out, name, UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), noIndex: noIndex)
+    }
+
+    /// Writes fields into a buffer the caller sized (`count` written so far).
+    struct Writer {
+        let base: UnsafeMutablePointer<nghttp2_nv>
+        private(set) var count = 0
+
+        init(_ base: UnsafeMutablePointer<nghttp2_nv>) { self.base = base }
+
+        @inline(__always)
+        mutating func put(_ name: StaticString, _ value: UnsafeBufferPointer<UInt8>, noIndex: Bool) {
+            (base + count).initialize(
+                to: nghttp2_nv(
+                    name: UnsafeMutablePointer(mutating: name.utf8Start),
+                    value: UnsafeMutablePointer(mutating: value.baseAddress ?? UnsafePointer(empty)),
+                    namelen: name.utf8CodeUnitCount, valuelen: value.count, flags: flags(noIndex)))
+            count += 1
+        }
+
+        @inline(__always)
+        mutating func put(_ name: StaticString, _ value: StaticString, noIndex: Bool) {
+            put(name, UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), noIndex: noIndex)
+        }
+
+        @inline(__always)
+        mutating func put(_ entries: [HeaderList.Entry], _ bytes: UnsafeBufferPointer<UInt8>) {
+            guard let b = bytes.baseAddress else { return }
+            let p = UnsafeMutablePointer(mutating: b)
+            for e in entries {
+                (base + count).initialize(
+                    to: nghttp2_nv(
+                        name: p + Int(e.nameStart), value: e.valueLen == 0 ? empty : p + Int(e.valueStart),
+                        namelen: Int(e.nameLen), valuelen: Int(e.valueLen), flags: flags(e.noIndex)))
+                count += 1
+            }
+        }
     }
 
     @inline(__always)

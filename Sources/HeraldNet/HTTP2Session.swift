@@ -16,6 +16,9 @@ final class HTTP2Session {
     /// up to this size; a server still counts the full size.
     let maxBodyBytes: Int
     let raw: OpaquePointer
+    /// A client session's nghttp2 memory (free lists: a push allocates from them, not from
+    /// malloc); nil for a server, whose nghttp2 uses malloc. Freed after `raw`.
+    private let allocator: HTTP2Allocator?
     /// Open streams, keeping each `Stream` alive; nghttp2 holds an unretained pointer to it
     /// as the stream's user data, which is how the callbacks and `stream(_:)` find it. In
     /// no order: each stream knows its place (`slot`), so opening and retiring one is O(1)
@@ -129,8 +132,14 @@ final class HTTP2Session {
         HTTP2Callbacks.install(cbs, role: role)
         var s: OpaquePointer?
         switch role {
-        case .client: try Self.check(nghttp2_session_client_new(&s, cbs, nil), "nghttp2_session_client_new")
-        case .server: try Self.check(nghttp2_session_server_new(&s, cbs, nil), "nghttp2_session_server_new")
+        case .client:
+            let a = HTTP2Allocator()
+            allocator = a
+            var mem = a.mem
+            try Self.check(nghttp2_session_client_new3(&s, cbs, nil, nil, &mem), "nghttp2_session_client_new3")
+        case .server:
+            allocator = nil
+            try Self.check(nghttp2_session_server_new(&s, cbs, nil), "nghttp2_session_server_new")
         }
         raw = s!
         nghttp2_session_set_user_data(raw, Unmanaged.passUnretained(self).toOpaque())

@@ -74,16 +74,19 @@ public struct HTTP2UUIDField: Sendable {
         self.low = low
     }
 
+    private static let digits: StaticString = "0123456789abcdef"
+
     /// Writes the UUID text (36 bytes) at `o`.
     func write(to o: UnsafeMutablePointer<UInt8>) {
         let a = (high & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000
         let b = (low & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000
+        // "0123456789abcdef" by nibble: a load per digit, no branch.
+        let digits = Self.digits.utf8Start
         @inline(__always) func put(_ v: UInt64, _ nibbles: Int, at start: Int) {
             var x = v
             var i = start + nibbles - 1
             while i >= start {
-                let d = UInt8(truncatingIfNeeded: x & 0xf)
-                o[i] = d < 10 ? d &+ 48 : d &+ 87
+                o[i] = digits[Int(truncatingIfNeeded: x & 0xf)]
                 x >>= 4
                 i -= 1
             }

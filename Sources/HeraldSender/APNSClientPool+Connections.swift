@@ -29,13 +29,16 @@ extension APNSClientPool: HTTP2ClientDelegate {
 
     public func http2(_ c: HTTP2ClientConnection, completed context: AnyObject, result: Result<HTTP2Response, HTTP2StreamFailure>) {
         let r = unsafeDowncast(context, to: APNSRequest.self)
-        let id = linkOf[ObjectIdentifier(c)]?.id
+        let id = linkID(of: c)
         tally.latency.observe(Double(Monotonic.nanos() &- r.sentAt) / 1e9)
         switch result {
         case .success(let resp):
+            // A success kept without its fields (a token push's 200) has none to look up.
+            let fields = !resp.headers.isEmpty
             let outcome = PushOutcome.classify(
-                status: resp.status, body: resp.body, apnsID: resp.header("apns-id") ?? resp.header("apns-request-id"),
-                uniqueID: resp.header("apns-unique-id"), retryAfter: resp.header("retry-after"))
+                status: resp.status, body: resp.body,
+                apnsID: fields ? resp.header("apns-id") ?? resp.header("apns-request-id") : nil,
+                uniqueID: fields ? resp.header("apns-unique-id") : nil, retryAfter: fields ? resp.header("retry-after") : nil)
             // Any answer but a 403 shows the connection's JWT was accepted (§1.3).
             if let id { machine.streamEnded(id, confirmed: resp.status != 403) }
             handle(r, outcome, resp, connection: id)
@@ -63,6 +66,15 @@ extension APNSClientPool: HTTP2ClientDelegate {
             retry(r, .retry(reason: .connectionLost, status: 0, after: nil), retryAfter: nil)
         }
         scheduleDispatch()
+    }
+
+    /// The machine's id of `c`. Answers come in runs per connection (one read brings in
+    /// hundreds), so the last one is kept: no hashing per answer.
+    private func linkID(of c: HTTP2ClientConnection) -> PoolConnectionID? {
+        if let l = lastLink, l.connection === c { return l.id }
+        guard let l = linkOf[ObjectIdentifier(c)] else { return nil }
+        lastLink = l
+        return l.id
     }
 
     private func handle(_ r: APNSRequest, _ outcome: PushOutcome, _ resp: HTTP2Response, connection id: PoolConnectionID?) {
@@ -124,6 +136,7 @@ extension APNSClientPool: HTTP2ClientDelegate {
 
     public func http2Closed(_ c: HTTP2ClientConnection, error: NetError?) {
         if c.wasReady { metrics.connections.add(-1) }
+        if lastLink?.connection === c { lastLink = nil }
         guard let link = linkOf.removeValue(forKey: ObjectIdentifier(c)) else { return }
         links[link.id] = nil
         let wasSlot = machine.slotIndex(of: link.id)

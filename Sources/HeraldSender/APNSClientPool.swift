@@ -32,8 +32,12 @@ public final class APNSClientPool: @unchecked Sendable {
     /// The live connections, by the machine's id and by object (the delegate's key).
     var links: [PoolConnectionID: Link] = [:]
     var linkOf: [ObjectIdentifier: Link] = [:]
+    /// The link of the connection that answered last (`linkID(of:)`).
+    var lastLink: Link?
     var random = FastRandom()
     var finishedThisTurn = 0
+    /// Final results of this loop turn, delivered to their sinks with `releaseCapacity`.
+    var completed: [APNSCompletion] = []
     /// Results and latencies counted on the loop, added to the shared metrics once per
     /// turn (`releaseCapacity`): no atomic per answer.
     var tally: PoolTally
@@ -163,18 +167,42 @@ public final class APNSClientPool: @unchecked Sendable {
         dispatch()
     }
 
-    /// Reports a final result; its capacity is freed at the end of this loop turn (one
-    /// lock for all the answers one read brought in).
-    func finish(_ r: APNSRequest, _ result: APNSResult) {
+    /// Reports a final result: its sink hears it, and its capacity is freed, at the end of
+    /// this loop turn (one sink call per sink and one lock for all the answers one read
+    /// brought in).
+    func finish(_ r: APNSRequest, _ result: consuming APNSResult) {
         metrics.record(result, attempts: r.attempts, into: &tally)
-        r.template.sink.apnsCompleted(r, result: result)
+        completed.append(APNSCompletion(request: r, result: result))
         finishedThisTurn += 1
         if finishedThisTurn == 1 {
             loop.executeUnchecked { [self] in releaseCapacity() }
         }
     }
 
+    /// Hands this turn's final results to their sinks: each run of results with the same
+    /// sink in one call. Before the capacity is freed, so `waitIdle` returning means every
+    /// sink has heard.
+    func deliverCompleted() {
+        guard !completed.isEmpty else { return }
+        var batch: [APNSCompletion] = []
+        swap(&batch, &completed)
+        var i = batch.startIndex
+        while i < batch.endIndex {
+            let sink = batch[i].request.template.sink
+            var j = i + 1
+            while j < batch.endIndex && batch[j].request.template.sink === sink { j += 1 }
+            sink.apnsCompleted(batch[i..<j])
+            i = j
+        }
+        // Keep the buffer for the next turn (a sink cannot add to it: it never calls `finish`).
+        if completed.isEmpty {
+            batch.removeAll(keepingCapacity: true)
+            swap(&batch, &completed)
+        }
+    }
+
     private func releaseCapacity() {
+        deliverCompleted()
         let n = finishedThisTurn
         finishedThisTurn = 0
         metrics.flush(&tally)
@@ -222,16 +250,28 @@ public final class APNSClientPool: @unchecked Sendable {
                 let c = link.connection
                 let auth = bearer.map { authorization(machine.bearer(for: id, latest: $0, now: tokenNow), on: link) }
                 var n = count
+                // The template's parts, loaded once per run of requests sharing it (a fan-out's
+                // whole batch): each load from the object retained its arrays per push.
+                var shared: APNSTemplate?
+                var method = ""
+                var headers = HeaderList()
+                var body: HTTP2Body?
+                var keep = true
+                var generatesID = false
                 while n > 0, let r = queue.popFirst() {
-                    if r.template.isCancelled {
+                    let t = r.template
+                    if t.isCancelled {
                         finish(r, .cancelled)
                         continue
                     }
-                    let t = r.template
-                    let uuid = t.generatesAPNSID ? HTTP2UUIDField(name: "apns-id", high: random.next(), low: random.next()) : nil
+                    if t !== shared {
+                        shared = t
+                        (method, headers, body, keep, generatesID) = (t.method, t.headers, t.body, t.keepResponseHeaders, t.generatesAPNSID)
+                    }
+                    let uuid = generatesID ? HTTP2UUIDField(name: "apns-id", high: random.next(), low: random.next()) : nil
                     let sid = c.submit(
-                        method: t.method, path: r.pathBytes, headers: t.headers, requestHeaders: r.headers, body: t.body,
-                        keepResponseHeaders: t.keepResponseHeaders, extra: auth, uuidField: uuid, now: now, context: r)
+                        method: method, path: r.pathBytes, headers: headers, requestHeaders: r.headers, body: body,
+                        keepResponseHeaders: keep, extra: auth, uuidField: uuid, now: now, context: r)
                     guard sid != nil else {
                         // The connection took no more (going away, out of ids): the machine
                         // hears why from its delegate events; this request waits.
@@ -315,6 +355,8 @@ public final class APNSClientPool: @unchecked Sendable {
     private func closeAll() {
         run(machine.shutdown())
         while let r = queue.popFirst() { finish(r, .cancelled) }
+        // The sinks hear the cancelled requests before `shutdown` returns.
+        deliverCompleted()
         metrics.flush(&tally)
     }
 

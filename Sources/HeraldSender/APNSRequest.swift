@@ -7,6 +7,30 @@ import Synchronization
 /// not block (record and return).
 public protocol APNSResultSink: AnyObject, Sendable {
     func apnsCompleted(_ request: APNSRequest, result: APNSResult)
+    /// The final results one turn of the pool's loop reached for this sink, in the order
+    /// reached (one read brings in hundreds of answers): a sink that takes a lock per call
+    /// takes it once for all of them. The default calls `apnsCompleted(_:result:)` for each.
+    func apnsCompleted(_ batch: ArraySlice<APNSCompletion>)
+}
+
+extension APNSResultSink {
+    public func apnsCompleted(_ batch: ArraySlice<APNSCompletion>) {
+        // Through the buffer: each result is passed borrowed, not copied.
+        batch.withUnsafeBufferPointer { p in
+            for i in p.indices { apnsCompleted(p[i].request, result: p[i].result) }
+        }
+    }
+}
+
+/// One request's final result, as a batch hands it to its sink.
+public struct APNSCompletion: Sendable {
+    public let request: APNSRequest
+    public let result: APNSResult
+
+    public init(request: APNSRequest, result: APNSResult) {
+        self.request = request
+        self.result = result
+    }
 }
 
 /// The final result of one request after the pool's retries.

@@ -12,6 +12,17 @@ import Testing
         #expect(Hex.decode("zz") == nil)
     }
 
+    @Test func hexAppendsAfterWhatTheBufferHolds() {
+        var out = Array("/3/device/".utf8)
+        Hex.append([0x00, 0x7f, 0xab, 0xff], to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "/3/device/007fabff")
+        Hex.append([], to: &out)
+        #expect(out.count == 18)
+        var all: [UInt8] = []
+        Hex.append((0...255).map { UInt8($0) }, to: &all)
+        #expect(String(decoding: all, as: UTF8.self) == Hex.encode((0...255).map { UInt8($0) }))
+    }
+
     @Test func base64URLMatchesRFC4648Vectors() {
         // RFC 4648 §10 vectors, translated to the url alphabet without padding.
         let vectors = ["": "", "f": "Zg", "fo": "Zm8", "foo": "Zm9v", "foob": "Zm9vYg", "fooba": "Zm9vYmE", "foobar": "Zm9vYmFy"]

@@ -8,7 +8,7 @@ import HeraldSender
 // herald-bench: drivers for the benchmark scripts in Benchmarks/ (not part of the product).
 //
 //   herald-bench pool --target HOST:PORT --ca FILE --key FILE --key-id ID --team-id ID
-//                     [--requests N] [--connections C] [--streams S] [--token HEX] [--payload FILE]
+//                     [--requests N] [--connections C] [--streams S] [--token HEX] [--payload FILE] [--gate DIR] [--apns-id 0]
 //
 //   herald-bench latency --api URL --token ADMIN --sim-control URL --channel ID --device HEX [--events N]
 //   herald-bench ingest --api URL --token ADMIN --channel ID --file TOKENS [--batch N] [--clients N]
@@ -18,6 +18,10 @@ import HeraldSender
 // process's CPU from the first submit to the last answer, per push: making the requests
 // included, as the fan-out makes them too). With `--tokens FILE` each push goes to its own
 // device path (one token per line, cycled), as the fan-out does; else all go to `--token`.
+// `--apns-id 0`: no `apns-id` field (h2load sends none; the pool's default sends a fresh one).
+// `--gate DIR` (Benchmarks/poolinstr.sh): once warm, creates DIR/ready and waits for DIR/go;
+// after the last answer, creates DIR/done and waits for DIR/stop (so a profiler counts
+// only the measured part).
 
 func fail(_ m: String) -> Never {
     FileHandle.standardError.write(Data("herald-bench: \(m)\n".utf8))
@@ -84,6 +88,20 @@ final class Counter: APNSResultSink, @unchecked Sendable {
         cond.unlock()
     }
 
+    /// One lock for each turn's answers (as a sink that adopts the batched call does).
+    func apnsCompleted(_ batch: ArraySlice<APNSCompletion>) {
+        cond.lock()
+        batch.withUnsafeBufferPointer { p in
+            for i in p.indices {
+                done += 1
+                if case .outcome(.delivered, _) = p[i].result { delivered += 1 }
+                answered.append(p[i].request)
+                if done % 4096 == 0 { cond.broadcast() }
+            }
+        }
+        cond.unlock()
+    }
+
     /// The requests answered since the last call (`into` is emptied first).
     func takeAnswered(into out: inout [APNSRequest]) {
         out.removeAll(keepingCapacity: true)
@@ -96,7 +114,7 @@ final class Counter: APNSResultSink, @unchecked Sendable {
 let counter = Counter()
 let template = APNSTemplate(
     headers: HeaderList(APNSRequests.tokenPushFields(bundleID: "com.example.app", priority: 5, expiration: nil)),
-    body: HTTP2Body(payload), sink: counter, keepResponseHeaders: false, generatesAPNSID: true)
+    body: HTTP2Body(payload), sink: counter, keepResponseHeaders: false, generatesAPNSID: opts["apns-id"] != "0")
 // Distinct device tokens as bytes, read before the clock starts (the fan-out reads them
 // from SQLite); each push's path is written from them, as the fan-out's are.
 var tokens: [[UInt8]] = [Hex.decode(token) ?? []]
@@ -116,6 +134,15 @@ let warm = Counter()
 let warmTemplate = APNSTemplate(headers: template.headers, body: template.body, sink: warm)
 pool.submit((0..<(connections * 4)).map { _ in APNSRequest(path: APNSRequests.tokenPath(token), template: warmTemplate) })
 _ = pool.waitIdle(timeout: 30)
+
+/// Creates `dir/mark`, then waits until `dir/wait` exists (`--gate`).
+let gateDir = opts["gate"]
+@MainActor func gate(_ mark: String, then wait: String) {
+    guard let dir = gateDir else { return }
+    FileManager.default.createFile(atPath: dir + "/" + mark, contents: nil)
+    while !FileManager.default.fileExists(atPath: dir + "/" + wait) { usleep(10_000) }
+}
+gate("ready", then: "go")
 
 let start = Monotonic.seconds()
 let cpuStart = cpuSeconds()
@@ -137,6 +164,7 @@ while submitted < n {
 _ = pool.waitIdle(timeout: 600)
 let seconds = Monotonic.seconds() - start
 let cpu = cpuSeconds() - cpuStart
+gate("done", then: "stop")
 counter.cond.lock()
 let delivered = counter.delivered
 counter.cond.unlock()
