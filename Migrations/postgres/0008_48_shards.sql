@@ -14,7 +14,7 @@
 -- Apply it with every `herald serve` stopped: a worker running the older binary would keep
 -- claiming 16 shards and miss the tokens moved to the others. The migration refuses while a
 -- worker is alive (its row in `workers` not expired). It rewrites every subscription row:
--- about 25 s per million on the benchmark machine (docs/operations.md).
+-- 51 s for a million on the 2-core benchmark machine, busy (docs/operations.md).
 
 DO $$
 BEGIN
