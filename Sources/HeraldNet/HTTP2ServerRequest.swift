@@ -103,37 +103,37 @@ public struct HTTP2ServerRequest: Sendable {
     /// The fields' bytes in place, for reading without a copy, a String or a retain per
     /// field. The view and every buffer it gives are valid only inside `body`.
     /// Inlinable: the simulator reads every field of every request through it.
-    public struct FieldBytes {
+    @usableFromInline package struct FieldBytes {
         @usableFromInline let base: UnsafePointer<UInt8>
         @usableFromInline let entries: UnsafePointer<HeaderList.Entry>
         /// Fields kept, pseudo-headers included.
-        public let count: Int
+        @usableFromInline package let count: Int
         @usableFromInline let pseudo: (method: Int16, path: Int16, scheme: Int16, authority: Int16)
 
         /// The name of field `i` (`0..<count`).
         @inlinable @inline(__always)
-        public func name(at i: Int) -> UnsafeBufferPointer<UInt8> {
+        package func name(at i: Int) -> UnsafeBufferPointer<UInt8> {
             let e = entries[i]
             return UnsafeBufferPointer(start: base + Int(e.nameStart), count: Int(e.nameLen))
         }
 
         /// The value of field `i` (`0..<count`).
         @inlinable @inline(__always)
-        public func value(at i: Int) -> UnsafeBufferPointer<UInt8> {
+        package func value(at i: Int) -> UnsafeBufferPointer<UInt8> {
             let e = entries[i]
             return UnsafeBufferPointer(start: base + Int(e.valueStart), count: Int(e.valueLen))
         }
 
         /// True for the pseudo-headers (`:method`, `:path`, `:scheme`, `:authority`).
         @inlinable @inline(__always)
-        public func isPseudo(_ i: Int) -> Bool {
+        package func isPseudo(_ i: Int) -> Bool {
             let i = Int16(truncatingIfNeeded: i)
             return i == pseudo.method || i == pseudo.path || i == pseudo.scheme || i == pseudo.authority
         }
 
         /// True when fields `i` and `j` have the same name.
         @inlinable @inline(__always)
-        public func sameName(_ i: Int, _ j: Int) -> Bool {
+        package func sameName(_ i: Int, _ j: Int) -> Bool {
             let a = entries[i]
             let b = entries[j]
             guard a.nameLen == b.nameLen else { return false }
@@ -146,20 +146,20 @@ public struct HTTP2ServerRequest: Sendable {
         }
 
         /// `:path`'s bytes (empty when absent).
-        @inlinable public var path: UnsafeBufferPointer<UInt8> { pseudoValue(pseudo.path) }
+        @inlinable package var path: UnsafeBufferPointer<UInt8> { pseudoValue(pseudo.path) }
         /// `:method`'s bytes (empty when absent).
-        @inlinable public var method: UnsafeBufferPointer<UInt8> { pseudoValue(pseudo.method) }
+        @inlinable package var method: UnsafeBufferPointer<UInt8> { pseudoValue(pseudo.method) }
 
         /// Calls `body` with each regular field's index and name, in arrival order.
         @inlinable @inline(__always)
-        public func forEachRegularName(_ body: (Int, UnsafeBufferPointer<UInt8>) -> Void) {
+        package func forEachRegularName(_ body: (Int, UnsafeBufferPointer<UInt8>) -> Void) {
             for i in 0..<count where !isPseudo(i) { body(i, name(at: i)) }
         }
     }
 
     /// Runs `body` with the fields' bytes in place (see `FieldBytes`).
     @inlinable @inline(__always)
-    public func withFieldBytes<R>(_ body: (FieldBytes) throws -> R) rethrows -> R {
+    package func withFieldBytes<R>(_ body: (FieldBytes) throws -> R) rethrows -> R {
         let s = storage
         return try withExtendedLifetime(s) { try body(s.view) }
     }
@@ -247,7 +247,7 @@ public struct HTTP2ServerRequest: Sendable {
 
     /// Calls `body` with each regular field's index in `fields` and its name's bytes (valid
     /// only inside `body`): one pass over the names, no slice or String per field.
-    public func forEachRegularName(_ body: (Int, UnsafeBufferPointer<UInt8>) -> Void) {
+    package func forEachRegularName(_ body: (Int, UnsafeBufferPointer<UInt8>) -> Void) {
         withFieldBytes { $0.forEachRegularName(body) }
     }
 

@@ -29,7 +29,7 @@ extension HeaderList {
     }
 
     /// Adds a field whose value is `value`'s bytes (borrowed, copied here).
-    public mutating func append(_ name: StaticString, bytes value: UnsafeBufferPointer<UInt8>, noIndex: Bool = false) {
+    package mutating func append(_ name: StaticString, bytes value: UnsafeBufferPointer<UInt8>, noIndex: Bool = false) {
         let ns = Int32(bytes.count)
         bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
         let vs = Int32(bytes.count)
@@ -71,7 +71,7 @@ extension HeaderList {
     }
 
     /// Rewrites the value of field `i` with `value`, which must be as long as the old one.
-    public mutating func setValue(at i: Int, bytes value: UnsafeBufferPointer<UInt8>) {
+    package mutating func setValue(at i: Int, bytes value: UnsafeBufferPointer<UInt8>) {
         let e = entries[i]
         precondition(Int(e.valueLen) == value.count, "setValue with a value of another length")
         guard let src = value.baseAddress, value.count > 0 else { return }

@@ -5,13 +5,13 @@ import Glibc
 extension UnsafeBufferPointer where Element == UInt8 {
     /// True when these are the bytes of `b`.
     @inlinable @inline(__always)
-    public func bytesEqual(_ b: StaticString) -> Bool {
+    package func bytesEqual(_ b: StaticString) -> Bool {
         count == b.utf8CodeUnitCount && (isEmpty || memcmp(baseAddress!, b.utf8Start, count) == 0)
     }
 
     /// True when these are the bytes of `b`.
     @inlinable @inline(__always)
-    public func bytesEqual(_ b: [UInt8]) -> Bool {
+    package func bytesEqual(_ b: [UInt8]) -> Bool {
         guard count == b.count else { return false }
         guard !isEmpty else { return true }
         return b.withUnsafeBufferPointer { memcmp(baseAddress!, $0.baseAddress!, count) == 0 }
@@ -19,21 +19,21 @@ extension UnsafeBufferPointer where Element == UInt8 {
 
     /// True when these bytes start with `prefix`'s.
     @inlinable @inline(__always)
-    public func bytesHavePrefix(_ prefix: StaticString) -> Bool {
+    package func bytesHavePrefix(_ prefix: StaticString) -> Bool {
         let n = prefix.utf8CodeUnitCount
         return count >= n && (n == 0 || memcmp(baseAddress!, prefix.utf8Start, n) == 0)
     }
 
     /// True when these bytes end with `suffix`'s.
     @inlinable @inline(__always)
-    public func bytesHaveSuffix(_ suffix: StaticString) -> Bool {
+    package func bytesHaveSuffix(_ suffix: StaticString) -> Bool {
         let n = suffix.utf8CodeUnitCount
         return count >= n && (n == 0 || memcmp(baseAddress! + (count - n), suffix.utf8Start, n) == 0)
     }
 
     /// The bytes after the first `n` (none when there are fewer).
     @inlinable @inline(__always)
-    public func dropping(_ n: Int) -> UnsafeBufferPointer<UInt8> {
+    package func dropping(_ n: Int) -> UnsafeBufferPointer<UInt8> {
         let k = Swift.min(n, count)
         return UnsafeBufferPointer(start: baseAddress.map { $0 + k }, count: count - k)
     }
