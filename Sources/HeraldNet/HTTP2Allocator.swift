@@ -14,7 +14,14 @@ import Glibc
 /// `free` at once; a class keeps at most `limit` freed blocks (what one connection's
 /// streams have in flight), the rest go back to `free`. Everything kept is freed with the
 /// allocator, after the session (`nghttp2_session_del` returns every block first).
+///
+/// `HERALD_NGHTTP2_MALLOC=1` in the environment turns it off (nghttp2 then uses `malloc`):
+/// `scripts/sanitizers` sets it, since AddressSanitizer cannot see a use after free of a
+/// block this allocator keeps.
 final class HTTP2Allocator {
+    /// False when `HERALD_NGHTTP2_MALLOC` is set (read once per process).
+    static let enabled = getenv("HERALD_NGHTTP2_MALLOC") == nil
+
     /// Payload sizes of the classes: 32, 64, … 4096 bytes.
     static let classes = 8
     static let smallest = 32

@@ -132,11 +132,14 @@ final class HTTP2Session {
         HTTP2Callbacks.install(cbs, role: role)
         var s: OpaquePointer?
         switch role {
-        case .client:
+        case .client where HTTP2Allocator.enabled:
             let a = HTTP2Allocator()
             allocator = a
             var mem = a.mem
             try Self.check(nghttp2_session_client_new3(&s, cbs, nil, nil, &mem), "nghttp2_session_client_new3")
+        case .client:
+            allocator = nil
+            try Self.check(nghttp2_session_client_new(&s, cbs, nil), "nghttp2_session_client_new")
         case .server:
             allocator = nil
             try Self.check(nghttp2_session_server_new(&s, cbs, nil), "nghttp2_session_server_new")
