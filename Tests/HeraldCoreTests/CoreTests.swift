@@ -12,6 +12,22 @@ import Testing
         #expect(Hex.decode("zz") == nil)
     }
 
+    @Test func hexAppendWritesAfterWhatTheBufferHolds() {
+        let every = (0...255).map { UInt8($0) }
+        var out = Array("/3/device/".utf8)
+        Hex.append(every, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "/3/device/" + Hex.encode(every))
+        // A reused buffer: emptied, then written again (shorter, then empty input).
+        out.removeAll(keepingCapacity: true)
+        Hex.append([0x0a, 0xf0], to: &out)
+        #expect(out == Array("0af0".utf8))
+        Hex.append([], to: &out)
+        #expect(out == Array("0af0".utf8))
+        var empty: [UInt8] = []
+        Hex.append([], to: &empty)
+        #expect(empty.isEmpty)
+    }
+
     @Test func base64URLMatchesRFC4648Vectors() {
         // RFC 4648 §10 vectors, translated to the url alphabet without padding.
         let vectors = ["": "", "f": "Zg", "fo": "Zm8", "foo": "Zm9v", "foob": "Zm9vYg", "fooba": "Zm9vYmE", "foobar": "Zm9vYmFy"]
