@@ -48,6 +48,11 @@ new_database() { # NAME → URL
   "$HERALD" migrate --db "$url" >/dev/null
   echo "$url"
 }
+# CPU seconds so far of the PIDs given (their live threads), summed.
+cpu_of() { local t=0 p; for p in "$@"; do t=$(python3 -c "print($t + $(cpu_seconds "$p"))"); done; echo "$t"; }
+# The cluster's processes: the postmaster and its children (the workers' backends).
+pg_pids() { local pm; pm=$(head -n 1 "$PG/data/postmaster.pid"); echo "$pm" $(pgrep -P "$pm"); }
+
 # Publishes on $1, waits for the simulator to hold $2 pushes; prints seconds.
 fanout_seconds() { # API N
   local start end
@@ -67,11 +72,17 @@ for workers in 1 2 3; do
   for i in $(seq 1 "$workers"); do start_worker "$url" "$i" --apns-connections 1; done
   call POST "${W_API[1]}" /v1/channels '{"id":"bench","bundle_id":"com.example.app","environment":"sandbox"}' >/dev/null
   HERALD_ADMIN_TOKEN="$ADMIN" "$HERALD" subs import bench "$WORK/tokens.txt" --server "${W_API[1]}" --batch-size 50000 > "$WORK/import.txt" 2>&1
+  pgp=$(pg_pids); w0=$(cpu_of "${W_PID[@]}"); p0=$(cpu_of $pgp); s0=$(cpu_of "${PIDS[0]}")
   s=$(fanout_seconds "${W_API[1]}" "$N")
+  w1=$(cpu_of "${W_PID[@]}"); p1=$(cpu_of $pgp); s1=$(cpu_of "${PIDS[0]}")
   RATE[$workers]=$(python3 -c "print(f'{$N/$s:.0f}')")
   per=""
   for i in $(seq 1 "$workers"); do per+=" worker$i=$(pushes_of "${W_API[$i]}")"; done
   echo "workers=$workers seconds=$s pushes_per_second=${RATE[$workers]} sent_by:$per load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  # Where the machine's CPU went during the fan-out, per push: every worker, PostgreSQL
+  # (every backend), the simulator; and the share of the two cores they used together.
+  echo "  cpu_us_per_push: workers=$(cpu_us_per "$w0" "$w1" "$N") postgresql=$(cpu_us_per "$p0" "$p1" "$N")" \
+    "simulator=$(cpu_us_per "$s0" "$s1" "$N") cores_busy=$(python3 -c "print(f'{(($w1-$w0)+($p1-$p0)+($s1-$s0))/$s:.2f}')")"
   stop_workers
 done
 echo "scaleout_2_vs_1=$(ratio "${RATE[2]}" "${RATE[1]}")"

@@ -83,9 +83,9 @@ public enum FanoutAction: Sendable {
     /// Read the pruning guard's tally of the event on every shard but `shards` (blocking)
     /// → `pruneGuardRead` (nil on failure).
     case readPruneGuard(run: RunID, eventID: String, shards: ShardSet)
-    /// Store that the guard tripped for the event, for the other workers (blocking; a
-    /// failure is logged).
-    case recordPruneGuardTrip(eventID: String)
+    /// Store that the guard tripped for the event, for the other workers (blocking) →
+    /// `pruneGuardTripRecorded(trip, first:)` (a failure is logged and counts as first).
+    case recordPruneGuardTrip(PruneGuardTrip)
 }
 
 /// A run that starts sending.

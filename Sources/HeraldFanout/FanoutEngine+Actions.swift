@@ -203,13 +203,15 @@ extension FanoutEngine {
                 logger.warning("fanout.prune_guard_read_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
                 return scheduler.pruneGuardRead(run, nil)
             }
-        case .recordPruneGuardTrip(let eventID):
+        case .recordPruneGuardTrip(let trip):
+            var first = true
             do {
-                try store.recordPruneGuardTrip(eventID: eventID)
+                first = try store.recordPruneGuardTrip(eventID: trip.eventID)
             } catch {
-                logger.warning("fanout.prune_guard_record_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
+                // Not stored: report it here (the others may trip and report it too).
+                logger.warning("fanout.prune_guard_record_failed", ["event_id": .string(trip.eventID), "error": .string("\(error)")])
             }
-            return []
+            return scheduler.pruneGuardTripRecorded(trip, first: first)
         }
     }
 

@@ -7,7 +7,9 @@ import HeraldStore
 /// invalid. On one worker the run's answers are the event's. Under a shared lease the run
 /// reads the other shards' stored tally (`readPruneGuard`) before each batch of deletions
 /// and decides on the sum; a trip is stored for the event (`recordPruneGuardTrip`) and ends
-/// the deletions of every other worker at its next decision.
+/// the deletions of every other worker at its next decision. It is reported (the trips
+/// counter, the `fanout.prune_guard_tripped` log, the webhook) by the worker whose write
+/// stored it: two that trip at once report it once.
 extension FanoutScheduler {
     /// Deletions go in batches of this many tokens.
     static let pruneBatch = 256
@@ -77,17 +79,15 @@ extension FanoutScheduler {
             dropHeldInvalid(&run)
         case .trip(let share):
             run.guardTripped = true
-            metrics.guardTrips.inc()
-            logger.error(
-                "fanout.prune_guard_tripped",
-                [
-                    "event_id": .string(run.record.id), "channel": .string(ch.channel.id), "bundle_id": .string(ch.channel.bundleID),
-                    "environment": .string(ch.channel.environment.rawValue), "invalid": .int(run.counters.invalid),
-                    "answers": .int(run.counters.answers), "share": .double(share),
-                    "hint": "most tokens were refused as invalid: check the channel's environment and bundle id; subscriptions kept",
-                ])
-            if ch.lease.validFor != nil { actions.append(.recordPruneGuardTrip(eventID: run.record.id)) }
-            actions.append(.guardTripped(eventID: run.record.id, channelID: ch.channel.id, share: share))
+            let trip = PruneGuardTrip(
+                eventID: run.record.id, channel: ch.channel, invalid: run.counters.invalid, answers: run.counters.answers, share: share,
+                kept: run.heldInvalid.count)
+            // Shared: reported once stored, by the worker that stored it first.
+            if ch.lease.validFor != nil {
+                actions.append(.recordPruneGuardTrip(trip))
+            } else {
+                actions += report(trip)
+            }
             dropHeldInvalid(&run)
         case .prune:
             guard run.heldInvalid.count >= Self.pruneBatch || final || ch.lease.validFor != nil else { return }
@@ -97,9 +97,48 @@ extension FanoutScheduler {
         }
     }
 
+    /// The engine stored `trip` (`first`: this worker's write set it; false: another
+    /// worker's trip of the same event was stored first, and reports it).
+    public mutating func pruneGuardTripRecorded(_ trip: PruneGuardTrip, first: Bool) -> [FanoutAction] {
+        guard first else {
+            logger.warning(
+                "fanout.prune_guard_tripped_elsewhere",
+                ["event_id": .string(trip.eventID), "channel": .string(trip.channel.id), "kept": .int(Int64(trip.kept))])
+            return []
+        }
+        return report(trip)
+    }
+
+    /// Counts, logs and tells the observer (webhooks) of a trip: once per event.
+    func report(_ trip: PruneGuardTrip) -> [FanoutAction] {
+        metrics.guardTrips.inc()
+        logger.error(
+            "fanout.prune_guard_tripped",
+            [
+                "event_id": .string(trip.eventID), "channel": .string(trip.channel.id), "bundle_id": .string(trip.channel.bundleID),
+                "environment": .string(trip.channel.environment.rawValue), "invalid": .int(trip.invalid),
+                "answers": .int(trip.answers), "share": .double(trip.share),
+                "hint": "most tokens were refused as invalid: check the channel's environment and bundle id; subscriptions kept",
+            ])
+        return [.guardTripped(eventID: trip.eventID, channelID: trip.channel.id, share: trip.share)]
+    }
+
     /// The held invalid tokens are not deleted: they count as failed.
     func dropHeldInvalid(_ run: inout RunState) {
         run.counters.failed += Int64(run.heldInvalid.count)
         run.heldInvalid.removeAll()
     }
+}
+
+/// A trip of the pruning guard, as decided: what its report says.
+public struct PruneGuardTrip: Sendable {
+    public var eventID: String
+    public var channel: Channel
+    /// The run's own answers so far, and those that called the token invalid.
+    public var invalid: Int64
+    public var answers: Int64
+    /// The invalid share the decision saw (every worker's counts).
+    public var share: Double
+    /// Invalid tokens the run held and keeps (counted failed).
+    public var kept: Int
 }

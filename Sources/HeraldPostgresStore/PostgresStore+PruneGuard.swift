@@ -26,9 +26,10 @@ extension PostgresStore: PruneGuardStorage {
             startedShards: Int(try row.int64("started")), shardCount: Int(try row.int64("shard_count")))
     }
 
-    public func recordPruneGuardTrip(eventID: String) throws {
+    public func recordPruneGuardTrip(eventID: String) throws -> Bool {
         try write { c in
-            try c.run("UPDATE events SET prune_guard_tripped = true WHERE id = $1", [.text(eventID)])
+            // The row lock orders two trips at once: the second finds it set.
+            try c.run("UPDATE events SET prune_guard_tripped = true WHERE id = $1 AND NOT prune_guard_tripped", [.text(eventID)]) == 1
         }
     }
 }

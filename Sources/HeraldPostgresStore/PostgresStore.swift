@@ -85,6 +85,9 @@ public final class PostgresStore: Sendable {
                     "the PostgreSQL database is at schema version \(have), newer than this herald knows (\(known)); run a newer herald")
             }
             throw StoreError.schema("\(e)")
+        } catch let e as PostgresError where e.sqlState == SQLState("P0001") {
+            // A migration that refuses to run (RAISE EXCEPTION) says why in its message.
+            throw StoreError.schema(e.message)
         }
     }
 

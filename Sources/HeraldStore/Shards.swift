@@ -4,9 +4,12 @@
 /// holds every shard of every channel: its one lease per channel covers `ShardSet.all`
 /// and its pass is one scan of the channel's tokens in order.
 public enum Shards {
-    /// Fixed: changing it moves tokens between shards (and so between checkpoints). The
-    /// same default as `HeraldPostgres`'s schema (`shard_count` 16).
-    public static let count = 16
+    /// Fixed: changing it moves tokens between shards (and so between checkpoints), which
+    /// takes a migration (PostgreSQL's 0008 moved every database from 16 to 48, and is
+    /// `shard_count`'s default since). 48 splits evenly among 2, 3, 4, 6, 8, 12, 16 or 24
+    /// workers (16 split 6/6/4 among three: the fan-out lasts as long as its largest part).
+    /// At most 64 (`ShardSet` is one 64-bit word).
+    public static let count = 48
 
     /// The shard of `token`: FNV-1a (64 bit) of its bytes, modulo `count` — the function
     /// `HeraldPostgres.ShardHash` uses. Stable across processes and versions (a PostgreSQL

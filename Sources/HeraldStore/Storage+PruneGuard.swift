@@ -12,8 +12,10 @@ public protocol PruneGuardStorage: AnyObject, Sendable {
     func pruneGuardTally(eventID: String, excluding shards: ShardSet) throws -> PruneGuardTally?
 
     /// Records that the guard tripped for `eventID`, so the other workers stop deleting at
-    /// their next decision. Blocking write; not fenced (a trip only ever stops deletions).
-    func recordPruneGuardTrip(eventID: String) throws
+    /// their next decision. True when this call stored it; false when some worker had
+    /// already (two that trip at once: one reports the trip, the other sees it stored).
+    /// Blocking write; not fenced (a trip only ever stops deletions).
+    func recordPruneGuardTrip(eventID: String) throws -> Bool
 }
 
 /// The other shards' part of an event's pruning-guard tally.
@@ -39,5 +41,5 @@ public struct PruneGuardTally: Sendable, Equatable {
 
 extension PruneGuardStorage {
     public func pruneGuardTally(eventID: String, excluding shards: ShardSet) throws -> PruneGuardTally? { nil }
-    public func recordPruneGuardTrip(eventID: String) throws {}
+    public func recordPruneGuardTrip(eventID: String) throws -> Bool { true }
 }

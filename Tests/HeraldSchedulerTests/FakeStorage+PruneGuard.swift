@@ -17,7 +17,11 @@ extension FakeStorage {
         }
     }
 
-    func recordPruneGuardTrip(eventID: String) throws {
-        try write { s in s.shared?.trips.append(eventID) }
+    func recordPruneGuardTrip(eventID: String) throws -> Bool {
+        try write { s in
+            let first = s.shared?.trips.contains(eventID) != true && s.shared?.tripStoredFirstElsewhere != true
+            s.shared?.trips.append(eventID)
+            return first
+        }
     }
 }

@@ -46,6 +46,9 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
         var others: PruneGuardTally?
         var guardReads = 0
         var trips: [String] = []
+        /// Another worker's trip of the same event lands between this worker's read of the
+        /// tally and its own record of the trip (two trip at once): the record finds it set.
+        var tripStoredFirstElsewhere = false
         /// Shards no worker has started the events on (their progress reads as new), as
         /// a dead worker's that never checkpointed.
         var fresh: ShardSet = .empty

@@ -67,6 +67,27 @@ import Testing
         #expect(try h.event(e).counters.answers == 2000 && h.event(e).counters.invalid == 400)
     }
 
+    /// Two workers trip the guard for the same event at once: the other's trip is stored
+    /// first, so this one keeps the tokens as before but does not report it (no trip counted,
+    /// so no second webhook): the event's trip is reported once.
+    @Test func twoWorkersTrippingAtOnceReportTheTripOnce() throws {
+        var shared = FakeStorage.SharedLease(
+            validFor: 60, others: PruneGuardTally(answers: 3000, invalid: 3000, startedShards: Shards.count, shardCount: Shards.count))
+        shared.tripStoredFirstElsewhere = true
+        let h = try Harness(shared: shared)
+        try h.channel()
+        let all = toks(0..<2000)
+        try h.subscribe(all)
+        let invalid = all.enumerated().filter { $0.offset % 5 == 0 }.map(\.element)
+        h.clock.advance(by: 1)  // APNs answers after the registrations
+        let e = try h.publish()
+        h.settle(Self.fifthBad(Self.paths(invalid)))
+        #expect(try h.storage.countSubscriptions(channelNum: e.channelNum, kind: .activity) == 2000, "deleted under a tripped guard")
+        #expect(h.storage.shared?.trips == [e.id], "the trip was not written")
+        #expect(h.counter("herald_prune_guard_trips_total") == 0, "reported by a worker whose write was second")
+        #expect(try h.event(e).state == .done && h.event(e).counters.failed == 400)
+    }
+
     /// Every token of this worker's shards is invalid, but the other workers stored 36,000
     /// answers with none invalid: the event's share (10%) is plausible, so they are
     /// deleted (as one machine would), in batches, each after a fresh read of the tally.

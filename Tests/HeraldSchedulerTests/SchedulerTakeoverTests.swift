@@ -24,7 +24,7 @@ import Testing
         }
         // The other worker's shards are free now (its lease lapsed); the next poll takes them.
         h.storage.shared?.shards = .all
-        h.storage.shared?.fresh = ShardSet(8..<16)
+        h.storage.shared?.fresh = ShardSet(8..<Shards.count)
         h.clock.advance(by: 1)
         var firstOther: Int?
         var ownLeftThen = 0

@@ -37,9 +37,11 @@ import Testing
         let resumed = try other.unfinishedEvents(channelNum: ch.num, shards: upper, afterSeq: 0, throughSeq: .max)
         #expect(resumed.first?.record.counters.answers == 300 && resumed.first?.record.counters.invalid == 240)
 
-        // A trip by one worker is seen by the other.
-        try other.recordPruneGuardTrip(eventID: e.id)
+        // A trip by one worker is seen by the other; the second to record it is told so.
+        #expect(try other.recordPruneGuardTrip(eventID: e.id))
         #expect(try f.storage.pruneGuardTally(eventID: e.id, excluding: mine)?.tripped == true)
+        #expect(try f.storage.recordPruneGuardTrip(eventID: e.id) == false)
+        #expect(try other.recordPruneGuardTrip(eventID: e.id) == false)
 
         // A final state carries the tally too.
         c.answers = 400

@@ -89,6 +89,23 @@ import Testing
         }
     }
 
+    /// Migration 8 moves subscriptions between shards: `herald migrate` refuses while a
+    /// worker is alive, says why, exits 1 and applies nothing; with the worker gone it runs.
+    @Test func migrateToFortyEightShardsRefusesWhileAWorkerRuns() throws {
+        let url = try PostgresCluster.shared().makeDatabase("reshard")
+        let c = try PostgresConnection(PostgresOptions(connection: try PostgresConnectionString(url)))
+        defer { c.close() }
+        try c.migrate(PostgresMigration.herald.filter { $0.version <= 7 })
+        try c.run("INSERT INTO workers (id, expires_at) VALUES ('w_old', clock_timestamp() + interval '1 minute')")
+        let r = try Self.run(["migrate", "--db", url])
+        #expect(r.status == 1, "\(r.err)")
+        #expect(r.err.contains("herald serve is running against this database") && r.err.contains("stop every worker"), "\(r.err)")
+        #expect(try Self.applied(url) == Array(1...7))
+        try c.run("DELETE FROM workers")
+        #expect(try Self.run(["migrate", "--db", url]).status == 0)
+        #expect(try Self.applied(url) == PostgresMigration.herald.map(\.version))
+    }
+
     @Test func serveWithNoServerAtTheURLSaysSoAndExits() throws {
         // A socket directory with no server in it: libpq fails at once.
         let dir = NSTemporaryDirectory() + "herald-nopg-\(UUID().uuidString.prefix(8))"
