@@ -7,9 +7,11 @@
 # to another channel of 2000 subscribers runs first (connections open, request stock warm).
 # The simulator runs natively (--no-ledger --threads 2). User space only.
 #
-#   herald_instructions_per_push=        every thread of `herald serve`
-#   herald_instructions_per_push_<name>= the part under each of these callers, inclusive
-#                                        (scan, sender, scheduler, answers, inbox, ...)
+#   herald_instructions_per_push=                every thread of `herald serve`
+#   herald_instructions_per_push_sweep=          of it, the periodic sweep (every 60 s: in the
+#                                                window or not, depending on when it began)
+#   herald_instructions_per_push_without_sweep=  the difference
+#   herald_instructions_per_push_engine_thread=  the fan-out engine's thread (FanoutEngine.run)
 #
 #   Benchmarks/faninstr.sh [N]            default 100000 (valgrind runs them ~50× slower)
 #   HERALD_SERVE=/path/herald             another build as the server (before/after)
