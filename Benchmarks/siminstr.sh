@@ -11,6 +11,8 @@
 #   Benchmarks/siminstr.sh [N]          default 20000 (valgrind runs them ~50× slower)
 #   LEDGER=1 Benchmarks/siminstr.sh     the simulator with its ledger
 #   HERALD_SIM=/path/herald             another build's simulator (before/after comparisons)
+#   KEEP=/some/dir Benchmarks/siminstr.sh   keeps the callgrind out files there (sim.cg.*,
+#                                       nghttpd.cg.*) for `callgrind_annotate`
 source "$(dirname "$0")/lib.sh"
 N=${1:-20000}
 bench_setup nghttp2-server valgrind
@@ -56,6 +58,7 @@ NGHTTPD_PID=$!; PIDS+=($NGHTTPD_PID)
 for _ in $(seq 1 100); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $NGHTTPD_PORT), 0.2)" 2>/dev/null && break; sleep 0.2; done
 NG_IR=$(count "$NGHTTPD_PID" "$NGHTTPD_PORT" "$WORK/nghttpd.cg.")
 
+if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$WORK"/sim.cg.* "$WORK"/nghttpd.cg.* "$KEEP"/; fi
 echo "simulator_instructions_per_request=$SIM_IR"
 echo "nghttpd_instructions_per_request=$NG_IR"
 echo "simulator_vs_nghttpd_instructions=$(ratio "$SIM_IR" "$NG_IR")"

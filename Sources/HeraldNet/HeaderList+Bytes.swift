@@ -28,15 +28,56 @@ extension HeaderList {
         entries.append(Entry(nameStart: ns, nameLen: vs - ns, valueStart: vs, valueLen: Int32(bytes.count) - vs, noIndex: noIndex))
     }
 
+    /// Adds a field whose value is `value`'s bytes (borrowed, copied here).
+    package mutating func append(_ name: StaticString, bytes value: UnsafeBufferPointer<UInt8>, noIndex: Bool = false) {
+        let ns = Int32(bytes.count)
+        bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        let vs = Int32(bytes.count)
+        bytes.append(contentsOf: value)
+        entries.append(Entry(nameStart: ns, nameLen: vs - ns, valueStart: vs, valueLen: Int32(bytes.count) - vs, noIndex: noIndex))
+    }
+
     /// Adds a field whose value is the lower-case UUID of `high`/`low` (see `HTTP2UUIDField`),
     /// written straight into the list's buffer.
     public mutating func append(uuid field: HTTP2UUIDField, noIndex: Bool = true) {
         let ns = Int32(bytes.count)
         bytes.append(contentsOf: UnsafeBufferPointer(start: field.name.utf8Start, count: field.name.utf8CodeUnitCount))
         let vs = Int32(bytes.count)
-        bytes.append(contentsOf: repeatElement(0, count: 36))
-        bytes.withUnsafeMutableBufferPointer { field.write(to: $0.baseAddress! + Int(vs)) }
+        // Written on the stack, then one copy in (no element loop to make room first).
+        var text: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &text) { t in
+            field.write(to: t.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: t[0..<36]))
+        }
         entries.append(Entry(nameStart: ns, nameLen: vs - ns, valueStart: vs, valueLen: 36, noIndex: noIndex))
+    }
+
+    /// Fields `a` and `b` with 36-byte values (UUIDs) kept out of the HPACK table: a
+    /// prebuilt answer whose values `setUUID`/`setValue` rewrite in place.
+    public static func idFields(_ a: StaticString, _ b: StaticString) -> HeaderList {
+        var l = HeaderList()
+        l.append(uuid: HTTP2UUIDField(name: a, high: 0, low: 0))
+        l.append(uuid: HTTP2UUIDField(name: b, high: 0, low: 0))
+        return l
+    }
+
+    /// Rewrites the value of field `i`, which must be 36 bytes long, with a UUID's text.
+    public mutating func setUUID(at i: Int, high: UInt64, low: UInt64) {
+        let e = entries[i]
+        precondition(e.valueLen == 36, "setUUID on a field that is not 36 bytes long")
+        bytes.withUnsafeMutableBufferPointer {
+            HTTP2UUIDField(name: "", high: high, low: low).write(to: $0.baseAddress! + Int(e.valueStart))
+        }
+    }
+
+    /// Rewrites the value of field `i` with `value`, which must be as long as the old one.
+    package mutating func setValue(at i: Int, bytes value: UnsafeBufferPointer<UInt8>) {
+        let e = entries[i]
+        precondition(Int(e.valueLen) == value.count, "setValue with a value of another length")
+        guard let src = value.baseAddress, value.count > 0 else { return }
+        bytes.withUnsafeMutableBufferPointer { (p: inout UnsafeMutableBufferPointer<UInt8>) in
+            (p.baseAddress! + Int(e.valueStart)).update(from: src, count: value.count)
+        }
     }
 
     /// The name of field `i`, as bytes of the list's buffer.

@@ -6,10 +6,11 @@ import Glibc
 /// allocations instead of one per field. Names must be lower case (RFC 9113 §8.2).
 public struct HeaderList: Sendable {
     public struct Entry: Sendable {
-        var nameStart: Int32
-        var nameLen: Int32
-        var valueStart: Int32
-        var valueLen: Int32
+        // @usableFromInline: read by the server request's inlinable field view.
+        @usableFromInline var nameStart: Int32
+        @usableFromInline var nameLen: Int32
+        @usableFromInline var valueStart: Int32
+        @usableFromInline var valueLen: Int32
         var noIndex: Bool
     }
 

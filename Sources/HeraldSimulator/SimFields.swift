@@ -15,13 +15,20 @@ struct SimFields {
     var requestID = -1
     var duplicate = false
 
+    /// The fields of `r` (tests; the handler reads them in place).
     init(_ r: HTTP2ServerRequest) {
+        self = r.withFieldBytes { SimFields($0) }
+    }
+
+    init(_ r: HTTP2ServerRequest.FieldBytes) {
         var seen: UInt16 = 0
         var others = 0
         // The first few fields of other names (user-agent, content-length…): only those can
         // repeat each other unseen, the known names are counted above.
         var other: (Int, Int, Int, Int) = (-1, -1, -1, -1)
-        r.forEachRegularName { i, name in
+        // A plain loop over the view (inlined from HeraldNet), no closure per field.
+        for i in 0..<r.count where !r.isPseudo(i) {
+            let name = r.name(at: i)
             let bit: UInt16
             switch name.count {
             case 7 where Self.is(name, "apns-id"):
@@ -57,7 +64,7 @@ struct SimFields {
                 default: break
                 }
                 others += 1
-                return
+                continue
             }
             if seen & bit != 0 { duplicate = true }
             seen |= bit
@@ -65,7 +72,7 @@ struct SimFields {
         // Two fields of other names may be the same one: compare those pairwise.
         if !duplicate && others > 1 {
             if others > 4 {
-                duplicate = r.hasDuplicateFields
+                duplicate = Self.anyDuplicate(r)
             } else {
                 let o = other
                 func at(_ k: Int) -> Int {
@@ -77,7 +84,7 @@ struct SimFields {
                     }
                 }
                 for a in 0..<(others - 1) {
-                    for b in (a + 1)..<others where r.fields.sameName(at(a), at(b)) { duplicate = true }
+                    for b in (a + 1)..<others where r.sameName(at(a), at(b)) { duplicate = true }
                 }
             }
         }
@@ -88,9 +95,18 @@ struct SimFields {
         memcmp(b.baseAddress!, s.utf8Start, s.utf8CodeUnitCount) == 0
     }
 
-    /// The value of the field at `index` (from one of the properties), nil when absent.
+    /// True when two regular fields have the same name (pairwise: a handful of fields).
+    static func anyDuplicate(_ r: HTTP2ServerRequest.FieldBytes) -> Bool {
+        for i in 0..<r.count where !r.isPseudo(i) {
+            for j in (i + 1)..<r.count where !r.isPseudo(j) && r.sameName(i, j) { return true }
+        }
+        return false
+    }
+
+    /// The value of the field at `index` (from one of the properties), nil when absent;
+    /// valid only inside the `withFieldBytes` that gave `r`.
     @inline(__always)
-    static func value(_ r: HTTP2ServerRequest, _ index: Int) -> ArraySlice<UInt8>? {
-        index < 0 ? nil : r.fields.valueBytes(at: index)
+    static func value(_ r: HTTP2ServerRequest.FieldBytes, _ index: Int) -> UnsafeBufferPointer<UInt8>? {
+        index < 0 ? nil : r.value(at: index)
     }
 }

@@ -26,17 +26,21 @@ enum SimHex {
 
     /// True when every byte is `0-9`, `a-f` or `A-F` (true for no bytes).
     static func isHex(_ bytes: ArraySlice<UInt8>) -> Bool {
-        bytes.withUnsafeBytes { p in
-            var i = 0
-            while i + 8 <= p.count {
-                if !isHex8(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { return false }
-                i += 8
-            }
-            while i < p.count {
-                if !isHex(byte: p[i]) { return false }
-                i += 1
-            }
-            return true
+        bytes.withUnsafeBufferPointer { isHex($0) }
+    }
+
+    /// `isHex` over borrowed bytes (a request's field in place).
+    static func isHex(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let p = UnsafeRawBufferPointer(bytes)
+        var i = 0
+        while i + 8 <= p.count {
+            if !isHex8(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { return false }
+            i += 8
         }
+        while i < p.count {
+            if !isHex(byte: p[i]) { return false }
+            i += 1
+        }
+        return true
     }
 }

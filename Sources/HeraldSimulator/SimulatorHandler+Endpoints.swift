@@ -13,21 +13,22 @@ extension SimulatorHandler {
         ("controls", .other),
     ]
 
-    static func pushKind(_ b: ArraySlice<UInt8>) -> PushKind? {
+    static func pushKind(_ b: UnsafeBufferPointer<UInt8>) -> PushKind? {
         for (name, kind) in pushTypeNames where b.bytesEqual(name) { return kind }
         return nil
     }
 
-    /// `POST /3/device/<token>` (reference §3). The fields are read as bytes; the token
-    /// becomes a String only when something keys on it (the ledger, dead tokens, faults
-    /// chosen by the token's hash).
+    /// `POST /3/device/<token>` (reference §3). The fields are read as bytes in place (`b`
+    /// and `raw` are valid for this call only); the token becomes a String only when
+    /// something keys on it (the ledger, dead tokens, faults chosen by the token's hash).
     func tokenPush(
-        _ r: HTTP2ServerRequest, _ f: SimFields, token raw: ArraySlice<UInt8>, _ st: SimConnectionState, _ sim: APNSSimulator
+        _ r: HTTP2ServerRequest, _ b: HTTP2ServerRequest.FieldBytes, _ f: SimFields, token raw: UnsafeBufferPointer<UInt8>,
+        _ st: SimConnectionState, _ sim: APNSSimulator
     ) -> SimAnswer {
         guard !raw.isEmpty else { return .error(400, "MissingDeviceToken") }
         guard raw.count % 2 == 0, SimHex.isHex(raw) else { return .error(400, "BadDeviceToken") }
-        guard let topic = SimFields.value(r, f.topic), !topic.isEmpty else { return .error(400, "MissingTopic") }
-        guard let pushType = SimFields.value(r, f.pushType), let kind = Self.pushKind(pushType) else {
+        guard let topic = SimFields.value(b, f.topic), !topic.isEmpty else { return .error(400, "MissingTopic") }
+        guard let pushType = SimFields.value(b, f.pushType), let kind = Self.pushKind(pushType) else {
             return .error(400, "InvalidPushType")
         }
         if kind == .liveActivity {
@@ -36,7 +37,7 @@ extension SimulatorHandler {
             guard topic.bytesHaveSuffix(suffix), topic.count > suffix.utf8CodeUnitCount else { return .error(400, "BadTopic") }
         }
         var priority: UInt8 = 10
-        if let p = SimFields.value(r, f.priority) {
+        if let p = SimFields.value(b, f.priority) {
             if p.bytesEqual("10") {
                 priority = 10
             } else if p.bytesEqual("5") {
@@ -47,12 +48,12 @@ extension SimulatorHandler {
                 return .error(400, "BadPriority")
             }
         }
-        if let e = SimFields.value(r, f.expiration) {
+        if let e = SimFields.value(b, f.expiration) {
             // A short value makes a String without allocating.
             guard let v = Int64(String(decoding: e, as: UTF8.self)), v >= 0 else { return .error(400, "BadExpirationDate") }
         }
-        if let id = SimFields.value(r, f.id), !Identifiers.isLowercaseUUID(bytes: id) { return .error(400, "BadMessageId") }
-        if let cid = SimFields.value(r, f.collapseID), cid.count > 64 { return .error(400, "BadCollapseId") }
+        if let id = SimFields.value(b, f.id), !Identifiers.isLowercaseUUID(bytes: id) { return .error(400, "BadMessageId") }
+        if let cid = SimFields.value(b, f.collapseID), cid.count > 64 { return .error(400, "BadCollapseId") }
         if r.bodySize == 0 { return .error(400, "PayloadEmpty") }
         let limit = kind == .voip ? 5120 : 4096
         if r.bodySize > limit { return .error(413, "PayloadTooLarge") }

@@ -31,6 +31,8 @@ final class SimConnectionState {
     var counts = SimCounts()
     /// An answer's fields, rebuilt in the same storage for every response.
     var response = HeaderList()
+    /// A token push's 200: `apns-id` and `apns-unique-id`, their values rewritten per answer.
+    var ok = HeaderList.idFields("apns-id", "apns-unique-id")
     /// Answers held back by the latency fault, and whether a timer is set for the earliest.
     var delayed = SimDelayQueue()
     var delayTimerSet = false
@@ -106,8 +108,16 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         }
         st.streams += 1
         st.refresh(from: sim)
-        let f = SimFields(r)
-        let answer = evaluate(r, f, st, c, sim)
+        // The fields are read in place for the whole answer: no copy, no retain per field.
+        r.withFieldBytes { b in serve(r, b, st, c, sim) }
+    }
+
+    private func serve(
+        _ r: HTTP2ServerRequest, _ b: HTTP2ServerRequest.FieldBytes, _ st: SimConnectionState, _ c: HTTP2ServerConnection,
+        _ sim: APNSSimulator
+    ) {
+        let f = SimFields(b)
+        let answer = evaluate(r, b, f, st, c, sim)
         let isError = answer.status >= 400
         if isError, let lower = st.faults.streamsAfterError, !st.lowered {
             st.lowered = true
@@ -116,13 +126,28 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
             st.lowered = false
             c.updateMaxConcurrentStreams(sim.config.maxConcurrentStreams)
         }
-        // The answer's fields go into the connection's reused list: no String, no array.
-        st.response.removeAll()
-        for (name, value) in answer.headers { st.response.append(name, value) }
         // Ids differ per answer: kept out of the HPACK table (reference §1.4), which saves
         // both sides an insertion and an eviction per answer.
-        let idName: StaticString = r.pathBytes.bytesHavePrefix("/3/") ? "apns-id" : "apns-request-id"
-        if let id = SimFields.value(r, f.id) ?? SimFields.value(r, f.requestID), Identifiers.isLowercaseUUID(bytes: id) {
+        let token = b.path.bytesHavePrefix("/3/")
+        let echo = SimFields.value(b, f.id) ?? SimFields.value(b, f.requestID)
+        let echoed = echo.map { Identifiers.isLowercaseUUID(bytes: $0) } ?? false
+        st.counts.answered(answer.status)
+        if answer.status == 200 && token && answer.reason == nil && answer.headers.isEmpty && answer.body == nil {
+            // The hot answer: the connection's prebuilt fields, the two ids rewritten in place.
+            if echoed, let id = echo {
+                st.ok.setValue(at: 0, bytes: id)
+            } else {
+                st.ok.setUUID(at: 0, high: st.random.next(), low: st.random.next())
+            }
+            st.ok.setUUID(at: 1, high: st.random.next(), low: st.random.next())
+            send(r.streamID, answer.status, st.ok, [], st, c)
+            return finish(r, st, c)
+        }
+        // Any other answer's fields go into the connection's reused list: no String, no array.
+        st.response.removeAll()
+        for (name, value) in answer.headers { st.response.append(name, value) }
+        let idName: StaticString = token ? "apns-id" : "apns-request-id"
+        if echoed, let id = echo {
             st.response.append(idName, bytes: id, noIndex: true)
         } else {
             st.response.append(uuid: HTTP2UUIDField(name: idName, high: st.random.next(), low: st.random.next()))
@@ -140,15 +165,25 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
                 st.response.append("retry-after", String(ra))
             }
         }
-        st.counts.answered(answer.status)
-        let streamID = r.streamID
+        send(r.streamID, answer.status, st.response, body, st, c)
+        finish(r, st, c)
+    }
+
+    /// Sends an answer now, or holds it back under the latency fault.
+    private func send(
+        _ streamID: Int32, _ status: Int, _ fields: HeaderList, _ body: [UInt8], _ st: SimConnectionState, _ c: HTTP2ServerConnection
+    ) {
         if st.faults.latency > 0 {
             let due = Monotonic.nanos() &+ UInt64(st.faults.latency * 1e9)
-            st.delayed.push(due: due, streamID: streamID, status: answer.status, fields: st.response, body: body)
+            st.delayed.push(due: due, streamID: streamID, status: status, fields: fields, body: body)
             if !st.delayTimerSet { armDelayTimer(c, st) }
         } else {
-            c.respond(streamID: streamID, status: answer.status, headers: st.response, body: body)
+            c.respond(streamID: streamID, status: status, headers: fields, body: body)
         }
+    }
+
+    /// The faults that act after an answer: a slow reader, a GOAWAY after N streams.
+    private func finish(_ r: HTTP2ServerRequest, _ st: SimConnectionState, _ c: HTTP2ServerConnection) {
         if st.faults.slowRead > 0 { c.pauseReading(for: st.faults.slowRead) }
         if let n = st.faults.goAwayAfterStreams, st.streams == n {
             c.goAway(lastStreamID: r.streamID, debugData: Array(#"{"reason":"\#(st.faults.goAwayReason)"}"#.utf8))
@@ -188,22 +223,23 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
     // MARK: - validation
 
     private func evaluate(
-        _ r: HTTP2ServerRequest, _ f: SimFields, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator
+        _ r: HTTP2ServerRequest, _ b: HTTP2ServerRequest.FieldBytes, _ f: SimFields, _ st: SimConnectionState, _ c: HTTP2ServerConnection,
+        _ sim: APNSSimulator
     ) -> SimAnswer {
         // The faults are read in place from `st` (a copy would retain their dictionary and
         // string per request).
         st.counts.requests += 1
         enum Route {
-            case token(ArraySlice<UInt8>)
+            case token(UnsafeBufferPointer<UInt8>)
             case broadcast(String)
             case channels(String)
             case allChannels(String)
         }
         let route: Route
         // The token route is the hot one: match its prefix on the bytes, without a String.
-        let path = r.pathBytes
-        if path.bytesHavePrefix("/3/device") && (path.count == 9 || path[path.startIndex + 9] == UInt8(ascii: "/")) {
-            route = .token(path.dropFirst(min(10, path.count)))
+        let path = b.path
+        if path.bytesHavePrefix("/3/device") && (path.count == 9 || path[9] == UInt8(ascii: "/")) {
+            route = .token(path.dropping(10))
         } else {
             let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             // parts[0] is "" for a path starting with "/".
@@ -219,13 +255,13 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         }
         // Methods per route.
         switch route {
-        case .token, .broadcast: if !r.methodBytes.bytesEqual("POST") { return .error(405, "MethodNotAllowed") }
+        case .token, .broadcast: if !b.method.bytesEqual("POST") { return .error(405, "MethodNotAllowed") }
         case .channels: if !["POST", "GET", "DELETE"].contains(r.method) { return .error(405, "MethodNotAllowed") }
         case .allChannels: if r.method != "GET" { return .error(405, "MethodNotAllowed") }
         }
         // A header sent twice (§3.1).
         if f.duplicate { return .error(400, "DuplicateHeaders") }
-        if let denied = authenticate(r, f, st, c, sim) { return denied }
+        if let denied = authenticate(b, f, st, c, sim) { return denied }
         if !sim.config.otherTeams.isEmpty {
             let bundle: String
             switch route {
@@ -239,7 +275,7 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         // Injected errors apply to requests that passed authentication.
         if !st.faults.errorRates.isEmpty, let injected = injectedError(st) { return injected }
         switch route {
-        case .token(let token): return tokenPush(r, f, token: token, st, sim)
+        case .token(let token): return tokenPush(r, b, f, token: token, st, sim)
         case .broadcast(let bundle): return broadcast(r, bundle: bundle, sim)
         case .channels(let bundle): return manageChannel(r, bundle: bundle, sim)
         case .allChannels(let bundle): return listChannels(bundle: bundle, sim)
@@ -272,9 +308,9 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
 
     /// Provider-token checks (reference §2, §1.3).
     private func authenticate(
-        _ r: HTTP2ServerRequest, _ f: SimFields, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator
+        _ b: HTTP2ServerRequest.FieldBytes, _ f: SimFields, _ st: SimConnectionState, _ c: HTTP2ServerConnection, _ sim: APNSSimulator
     ) -> SimAnswer? {
-        guard let authBytes = SimFields.value(r, f.authorization) else { return .error(403, "MissingProviderToken") }
+        guard let authBytes = SimFields.value(b, f.authorization) else { return .error(403, "MissingProviderToken") }
         // The same JWT as this connection's last request: nothing new to check but its age.
         if let last = st.lastAuthorization, authBytes.bytesEqual(last), let iat = st.lastIssuedAt {
             if Double(iat) < sim.config.clock.now() - sim.config.jwtMaxAge { return .error(403, "ExpiredProviderToken") }
