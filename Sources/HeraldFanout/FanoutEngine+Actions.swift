@@ -363,7 +363,7 @@ final class RunSink: APNSResultSink {
     }
 
     func apnsCompleted(_ r: APNSRequest, result: APNSResult) {
-        engine?.post(.answer(.token(run: run, batch: r.index / batchSize, slot: r.index % batchSize), result, r))
+        engine?.post(answer: PostedAnswer(run: run, batch: r.index / batchSize, slot: r.index % batchSize, result: result, request: r))
     }
 }
 

@@ -13,7 +13,7 @@ import HeraldStore
 /// Other threads talk to it through `notify…` and the sinks of its requests, which only
 /// enqueue a message.
 public final class FanoutEngine: @unchecked Sendable {
-    // @unchecked: `inbox`/`stopping`/`schedulerIdle` are guarded by `cond`; everything
+    // @unchecked: `inbox`/`answerInbox`/`stopping`/`schedulerIdle` are guarded by `cond`; everything
     // else is confined to the engine thread (the scheduler, the templates, the scanner).
     public let store: any FanoutStorage
     public let config: FanoutConfig
@@ -30,7 +30,10 @@ public final class FanoutEngine: @unchecked Sendable {
     private var stopFeed: (@Sendable () -> Void)?
 
     let cond = NSCondition()
-    var inbox: [Message] = []
+    /// Messages, each with the number of `answerInbox` entries posted before it (their order).
+    var inbox: [(message: Message, answersBefore: Int)] = []
+    /// Token answers (`RunSink`): one small value per answer, beside the messages.
+    var answerInbox: [PostedAnswer] = []
     var stopping = false
     var schedulerIdle = false
     /// How long the thread sleeps with nothing in flight, and how often it polls for
@@ -47,10 +50,15 @@ public final class FanoutEngine: @unchecked Sendable {
     // Engine-thread state.
     var scheduler: FanoutScheduler
     /// The messages of this turn (swapped with `inbox`).
-    var taken: [Message] = []
+    var taken: [(message: Message, answersBefore: Int)] = []
+    var takenAnswers: [PostedAnswer] = []
     var scanner: SubscriptionScan?
     /// Token templates of started runs, by run.
     var templates: [RunID: APNSTemplate] = [:]
+    /// Token answers of `answersRun` taken from the inbox in a row, not yet handed to the
+    /// scheduler (`handAnswers`).
+    var answers: [TokenAnswer] = []
+    var answersRun: RunID?
     /// Requests of a batch the sender had no room for (offered again as they are).
     var unsubmitted: [RunID: (batch: Int, requests: [APNSRequest])] = [:]
     /// Broadcast requests the sender had no room for.
@@ -191,27 +199,37 @@ public final class FanoutEngine: @unchecked Sendable {
     var inboxDepth: Int {
         cond.lock()
         defer { cond.unlock() }
-        return inbox.count
+        return inbox.count + answerInbox.count
     }
 
-    func post(_ m: Message) {
+    func post(_ m: consuming Message) {
+        let isAnswer: Bool
+        if case .answer = m { isAnswer = true } else { isAnswer = false }
         cond.lock()
         if m.isNotice {
-            while inbox.count >= Self.inboxLimit && !stopping { cond.wait() }
+            while inbox.count + answerInbox.count >= Self.inboxLimit && !stopping { cond.wait() }
         }
-        inbox.append(m)
+        inbox.append((m, answerInbox.count))
+        let depth = inbox.count + answerInbox.count
         // Answers arrive by the hundred thousand per second: waking the thread for each
         // would cost more in context switches than the work. While it has work in flight
         // it polls every few milliseconds, so answers only wake it in bulk (or when it
         // sleeps idle); anything else wakes it at once.
-        let wake: Bool
-        if case .answer = m {
-            wake = inbox.count == 512 || (schedulerIdle && inbox.count == 1)
-        } else {
-            wake = true
-        }
+        let wake = isAnswer ? depth == 512 || (schedulerIdle && depth == 1) : true
         // Broadcast when full: API workers may be waiting on the same condition for room.
-        if wake { if inbox.count >= Self.inboxLimit { cond.broadcast() } else { cond.signal() } }
+        if wake { if depth >= Self.inboxLimit { cond.broadcast() } else { cond.signal() } }
+        cond.unlock()
+    }
+
+    /// A token request's answer (its run's sink, on the sender's loop): as `post`, into the
+    /// answers' own queue; never waits.
+    func post(answer a: consuming PostedAnswer) {
+        cond.lock()
+        answerInbox.append(a)
+        let depth = inbox.count + answerInbox.count
+        if answerInbox.count == 512 || (schedulerIdle && depth == 1) {
+            if depth >= Self.inboxLimit { cond.broadcast() } else { cond.signal() }
+        }
         cond.unlock()
     }
 
@@ -219,17 +237,20 @@ public final class FanoutEngine: @unchecked Sendable {
     /// `timeout` when there are none. False: stopping. The two buffers are swapped, not
     /// copied: a fresh buffer per turn (hundreds of kilobytes during a big fan-out) cost an
     /// allocation and its page faults every few milliseconds.
-    func take(timeout: Double, into taken: inout [Message]) -> Bool {
+    func take(
+        timeout: Double, into taken: inout [(message: Message, answersBefore: Int)], answers: inout [PostedAnswer]
+    ) -> Bool {
         cond.lock()
         defer { cond.unlock() }
-        if inbox.isEmpty && !stopping && timeout > 0 {
+        if inbox.isEmpty && answerInbox.isEmpty && !stopping && timeout > 0 {
             schedulerIdle = timeout >= FanoutEngine.idleWait
             _ = cond.wait(until: Date(timeIntervalSinceNow: timeout))
             schedulerIdle = false
         }
         if stopping { return false }
-        if inbox.count >= Self.inboxLimit { cond.broadcast() }  // producers waiting for room
+        if inbox.count + answerInbox.count >= Self.inboxLimit { cond.broadcast() }  // producers waiting for room
         swap(&inbox, &taken)
+        swap(&answerInbox, &answers)
         return true
     }
 
@@ -251,9 +272,22 @@ public final class FanoutEngine: @unchecked Sendable {
     /// whether anything moved (nil: stopping). Tests drive an engine they did not start
     /// with it, one turn at a time.
     func turn(wait: Double) -> Bool? {
-        guard take(timeout: wait, into: &taken) else { return nil }
-        for m in taken { handle(m) }
-        taken.removeAll(keepingCapacity: true)
+        guard take(timeout: wait, into: &taken, answers: &takenAnswers) else { return nil }
+        // Moved out one by one (reversed, then popped): iterating the arrays copied every
+        // entry and emptying them destroyed the originals, a retain and a release of each
+        // answer's result and request.
+        taken.reverse()
+        takenAnswers.reverse()
+        // A run's token answers in a row go to the scheduler together, in the order they
+        // came: every message hands over the answers posted before it first.
+        var used = 0
+        while let (m, before) = taken.popLast() {
+            groupAnswers(upTo: before, &used)
+            handAnswers()
+            handle(m)
+        }
+        groupAnswers(upTo: .max, &used)
+        handAnswers()
         execute(scheduler.tick())
         let busy = scheduler.takeProgress()
         execute(scheduler.housekeeping())

@@ -21,23 +21,17 @@ extension FanoutScheduler {
         _ id: RunID, _ batch: Int, _ slot: Int, _ result: APNSResult, _ attempts: Int, _ sentAtMillis: Int64,
         _ actions: inout [FanoutAction]
     ) {
-        // In place (a copy of the run out of the dictionary would copy its batches on write,
-        // once per answer: a million answers per fan-out).
-        let metrics = self.metrics
-        // One lookup, in place (optional chaining through the subscript's modify accessor).
-        let applied = runs[id]?.apply(result, batch: batch, slot: slot, attempts: attempts, sentAtMillis: sentAtMillis, metrics)
-        guard let (stopReason, prune, orphaned) = applied ?? nil else { return }
-        if let stopReason { stop(id, reason: stopReason, &actions) }
-        if prune && !orphaned { flushPrunes(id, final: false, &actions) }
-        if orphaned { actions += releaseIfDone(id) }
+        let answer = TokenAnswer(batch: batch, slot: slot, result: result, attempts: attempts, sentAtMillis: sentAtMillis)
+        _ = tokensAnswered(id, CollectionOfOne(answer), &actions)
     }
 
 }
 
 extension RunState {
     /// Counts one token answer into the run and moves its checkpoint. Nil: not a batch of it.
+    /// The push is counted in `tally` (added to the metrics once per group of answers).
     mutating func apply(
-        _ result: APNSResult, batch: Int, slot: Int, attempts: Int, sentAtMillis: Int64, _ metrics: FanoutMetrics
+        _ result: APNSResult, batch: Int, slot: Int, attempts: Int, sentAtMillis: Int64, _ tally: inout PushTally
     ) -> (stopReason: String?, prune: Bool, orphaned: Bool)? {
         guard let first = inFlight.first?.ordinal, batch >= first, batch - first < inFlight.count else { return nil }
         let k = batch - first
@@ -50,10 +44,10 @@ extension RunState {
         case .outcome(.delivered, _):
             counters.sent += 1
             counters.answers += 1
-            metrics.pushSent.inc()
+            tally.sent += 1
         case .outcome(.dropToken(_, let since), _):
             counters.answers += 1
-            metrics.pushDead.inc()
+            tally.dead += 1
             let token = inFlight[k].tokens[slot]
             if let since {
                 unregistered.append((kind, token, since))
@@ -65,20 +59,20 @@ extension RunState {
             prune = true
         case .outcome(.failEvent(let reason, let status), _):
             counters.failed += 1
-            metrics.pushFailed.inc()
+            tally.failed += 1
             counters.answers += 1
             stopReason = "APNs refused the push: \(reason) (\(status))"
         case .outcome(.failConfig(let reason, let status), _):
             counters.failed += 1
-            metrics.pushFailed.inc()
+            tally.failed += 1
             counters.answers += 1
             stopReason = "APNs refused the configuration: \(reason) (\(status)); check the key, team, bundle id and environment"
         case .outcome, .exhausted:
             counters.failed += 1
             counters.answers += 1
-            metrics.pushFailed.inc()
+            tally.failed += 1
         case .cancelled:
-            metrics.pushSkipped.inc()
+            tally.skipped += 1
         }
         advanceCheckpoint()
         return (stopReason, prune, orphaned)

@@ -131,12 +131,11 @@ struct RunState {
     /// Pops finished batches off the front and moves the checkpoint past them.
     mutating func advanceCheckpoint() {
         var popped = 0
-        for b in inFlight {
-            guard b.remaining == 0 else { break }
-            checkpointCursor = b.last
-            checkpointWrapped = b.wrapped
+        while popped < inFlight.count && inFlight[popped].remaining == 0 {
+            checkpointCursor = inFlight[popped].last
+            checkpointWrapped = inFlight[popped].wrapped
             checkpointDirty = true
-            batchesCheckpointed = b.ordinal + 1
+            batchesCheckpointed = inFlight[popped].ordinal + 1
             popped += 1
         }
         if popped > 0 { inFlight.removeFirst(popped) }
