@@ -365,6 +365,9 @@ final class RunSink: APNSResultSink {
     func apnsCompleted(_ r: APNSRequest, result: APNSResult) {
         engine?.post(answer: PostedAnswer(run: run, batch: r.index / batchSize, slot: r.index % batchSize, result: result, request: r))
     }
+
+    /// A loop turn's answers of this run: one lock for all of them.
+    func apnsCompleted(_ batch: ArraySlice<APNSCompletion>) { engine?.post(answers: batch, run: run, batchSize: batchSize) }
 }
 
 /// The answer of one run's broadcast request.

@@ -223,6 +223,25 @@ public final class FanoutEngine: @unchecked Sendable {
 
     /// A token request's answer (its run's sink, on the sender's loop): as `post`, into the
     /// answers' own queue; never waits.
+    /// A run's answers of one loop turn of the pool (its batched sink call), under one lock.
+    func post(answers batch: ArraySlice<APNSCompletion>, run: RunID, batchSize: Int) {
+        guard !batch.isEmpty else { return }
+        cond.lock()
+        let before = answerInbox.count
+        let wasEmpty = inbox.isEmpty && before == 0
+        for c in batch {
+            let r = c.request
+            answerInbox.append(PostedAnswer(run: run, batch: r.index / batchSize, slot: r.index % batchSize, result: c.result, request: r))
+        }
+        let depth = inbox.count + answerInbox.count
+        // As one post per answer would: a wake-up when the queue reaches 512, or at the first
+        // message to an idle scheduler.
+        if (before < 512 && answerInbox.count >= 512) || (schedulerIdle && wasEmpty) {
+            if depth >= Self.inboxLimit { cond.broadcast() } else { cond.signal() }
+        }
+        cond.unlock()
+    }
+
     func post(answer a: consuming PostedAnswer) {
         cond.lock()
         answerInbox.append(a)
