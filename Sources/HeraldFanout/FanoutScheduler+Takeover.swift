@@ -92,10 +92,7 @@ extension FanoutScheduler {
     /// recorded superseded (the newer event starts once it has drained).
     mutating func supersedeHelper(_ id: RunID, by newer: String, in ch: inout ChannelState, _ actions: inout [FanoutAction]) {
         guard var run = runs[id] else { return }
-        actions.append(.cancel(id))
-        run.stopped = true
-        run.stopState = .superseded
-        run.supersededBy = newer
+        stopSuperseded(id, &run, by: newer, &actions)
         ch.helpers.removeAll { $0 == id }
         ch.draining.append(id)
         runs[id] = run

@@ -223,15 +223,21 @@ public struct FanoutScheduler {
     /// Stops `id` in favour of `newer`; the run drains, then is recorded superseded.
     mutating func supersede(_ id: RunID, by newer: String, in ch: inout ChannelState, _ actions: inout [FanoutAction]) {
         guard var run = runs[id] else { return }
-        actions.append(.cancel(id))
-        run.stopped = true
-        run.stopState = .superseded
-        run.supersededBy = newer
+        stopSuperseded(id, &run, by: newer, &actions)
         ch.active = nil
         ch.draining.append(id)
         ch.inheritedStart = run.started ? run.checkpointCursor : (run.record.cursor ?? ch.inheritedStart)
         runs[id] = run
         metrics.superseded.inc()
+    }
+
+    /// Cancels `run`'s requests and marks it stopping, to be recorded superseded by `newer`
+    /// once drained (the active run's and a helper's supersession share this).
+    func stopSuperseded(_ id: RunID, _ run: inout RunState, by newer: String, _ actions: inout [FanoutAction]) {
+        actions.append(.cancel(id))
+        run.stopped = true
+        run.stopState = .superseded
+        run.supersededBy = newer
     }
 
     /// An orphaned run (closed channel) with nothing in flight is dropped.

@@ -21,11 +21,7 @@ extension HeaderList {
 
     /// Adds a field whose value is `value`'s bytes (e.g. an id echoed from a request).
     public mutating func append(_ name: StaticString, bytes value: ArraySlice<UInt8>, noIndex: Bool = false) {
-        let ns = Int32(bytes.count)
-        bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        let vs = Int32(bytes.count)
-        bytes.append(contentsOf: value)
-        entries.append(Entry(nameStart: ns, nameLen: vs - ns, valueStart: vs, valueLen: Int32(bytes.count) - vs, noIndex: noIndex))
+        value.withUnsafeBufferPointer { append(name, bytes: $0, noIndex: noIndex) }
     }
 
     /// Adds a field whose value is `value`'s bytes (borrowed, copied here).

@@ -45,20 +45,29 @@ import Testing
         #expect(d(5000, 0, PruneGuardTally(tripped: true, startedShards: 0, shardCount: all), final: true) == .trippedElsewhere)
     }
 
-    /// This worker's shards answer 20% invalid — alone it would delete them — but the other
-    /// workers stored 3,000 answers all invalid: the event's share is implausible, so the
-    /// guard trips here, deletes nothing, and stores the trip for the others.
-    @Test func theOtherShardsStoredTallyTripsTheGuardHere() throws {
-        let h = try Harness(
-            shared: FakeStorage.SharedLease(
-                validFor: 60, others: PruneGuardTally(answers: 3000, invalid: 3000, startedShards: Shards.count, shardCount: Shards.count)))
+    /// 2,000 tokens on this worker's shards, every fifth answered `BadDeviceToken`, while the
+    /// other workers stored 3,000 answers all invalid; settled. `tripStoredFirstElsewhere`:
+    /// another worker's trip lands between this one's read of the tally and its record.
+    static func fifthInvalidHereAllInvalidElsewhere(tripStoredFirstElsewhere: Bool = false) throws -> (Harness, EventRecord) {
+        var shared = FakeStorage.SharedLease(
+            validFor: 60, others: PruneGuardTally(answers: 3000, invalid: 3000, startedShards: Shards.count, shardCount: Shards.count))
+        shared.tripStoredFirstElsewhere = tripStoredFirstElsewhere
+        let h = try Harness(shared: shared)
         try h.channel()
         let all = toks(0..<2000)
         try h.subscribe(all)
         let invalid = all.enumerated().filter { $0.offset % 5 == 0 }.map(\.element)
         h.clock.advance(by: 1)  // APNs answers after the registrations
         let e = try h.publish()
-        h.settle(Self.fifthBad(Self.paths(invalid)))
+        h.settle(fifthBad(paths(invalid)))
+        return (h, e)
+    }
+
+    /// This worker's shards answer 20% invalid — alone it would delete them — but the other
+    /// workers stored 3,000 answers all invalid: the event's share is implausible, so the
+    /// guard trips here, deletes nothing, and stores the trip for the others.
+    @Test func theOtherShardsStoredTallyTripsTheGuardHere() throws {
+        let (h, e) = try Self.fifthInvalidHereAllInvalidElsewhere()
         #expect(try h.storage.countSubscriptions(channelNum: e.channelNum, kind: .activity) == 2000, "deleted under a tripped guard")
         #expect(h.counter("herald_prune_guard_trips_total") == 1)
         #expect(h.storage.shared?.trips == [e.id])
@@ -71,17 +80,7 @@ import Testing
     /// first, so this one keeps the tokens as before but does not report it (no trip counted,
     /// so no second webhook): the event's trip is reported once.
     @Test func twoWorkersTrippingAtOnceReportTheTripOnce() throws {
-        var shared = FakeStorage.SharedLease(
-            validFor: 60, others: PruneGuardTally(answers: 3000, invalid: 3000, startedShards: Shards.count, shardCount: Shards.count))
-        shared.tripStoredFirstElsewhere = true
-        let h = try Harness(shared: shared)
-        try h.channel()
-        let all = toks(0..<2000)
-        try h.subscribe(all)
-        let invalid = all.enumerated().filter { $0.offset % 5 == 0 }.map(\.element)
-        h.clock.advance(by: 1)  // APNs answers after the registrations
-        let e = try h.publish()
-        h.settle(Self.fifthBad(Self.paths(invalid)))
+        let (h, e) = try Self.fifthInvalidHereAllInvalidElsewhere(tripStoredFirstElsewhere: true)
         #expect(try h.storage.countSubscriptions(channelNum: e.channelNum, kind: .activity) == 2000, "deleted under a tripped guard")
         #expect(h.storage.shared?.trips == [e.id], "the trip was not written")
         #expect(h.counter("herald_prune_guard_trips_total") == 0, "reported by a worker whose write was second")

@@ -59,6 +59,28 @@ final class Fixture {
         return (other, ShardSet(0..<Shards.count / 2), upper)
     }
 
+    /// A second worker with a 300 ms lease on every shard of `channel`, sending `event`
+    /// (marked, 10 targets): its lease lapses unless renewed.
+    func sendingUnderShortLease(_ channel: Channel, _ event: EventRecord) throws -> (worker: PostgresStore, lease: Lease) {
+        let short = try secondWorker(leaseDuration: .milliseconds(300))
+        let lease = try #require(try short.acquireLease(channelNum: channel.num))
+        try waitFor {
+            short.markSending(eventID: event.id, shards: lease.shards, targets: 10, passStart: [], priority: 10, completion: $0)
+        }
+        return (short, lease)
+    }
+
+    /// This store's claim of `channel` once another worker's lease has lapsed (by the
+    /// database's clock); nil if none came within 10 s.
+    func claimOnceLapsed(_ channel: Channel) throws -> Lease? {
+        var next: Lease?
+        _ = try Poll.until(timeout: 10, interval: 0.05) {
+            next = try storage.acquireLease(channelNum: channel.num)
+            return next != nil
+        }
+        return next
+    }
+
     deinit {
         for s in others { s.close() }
         if let s = storage as? Store { s.close() }

@@ -28,20 +28,12 @@ import Testing
         let f = try Fixture(.postgres)
         let ch = try f.channel()
         let e = try f.publish().event
-        let short = try f.secondWorker(leaseDuration: .milliseconds(300))
-        let lease = try #require(try short.acquireLease(channelNum: ch.num))
-        try waitFor { short.markSending(eventID: e.id, shards: lease.shards, targets: 10, passStart: [], priority: 10, completion: $0) }
+        let (short, lease) = try f.sendingUnderShortLease(ch, e)
         var c = EventCounters()
         c.sent = 4
         try waitFor { short.checkpoint(eventID: e.id, shards: lease.shards, cursor: [0x40], wrapped: false, counters: c, completion: $0) }
         // The lease lapses by the database's clock; another worker claims every shard.
-        var next: Lease?
-        let deadline = Date().addingTimeInterval(10)
-        while next == nil && Date() < deadline {
-            next = try f.storage.acquireLease(channelNum: ch.num)
-            if next == nil { usleep(50_000) }
-        }
-        let taken = try #require(next)
+        let taken = try #require(try f.claimOnceLapsed(ch))
         #expect(taken.shards.isAll)
         // The old holder's late writes change nothing, and tell it the lease is lost.
         c.sent = 9

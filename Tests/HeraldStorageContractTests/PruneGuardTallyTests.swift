@@ -55,16 +55,8 @@ import Testing
         let f = try Fixture(.postgres)
         let ch = try f.channel()
         let e = try f.publish().event
-        let short = try f.secondWorker(leaseDuration: .milliseconds(300))
-        let lease = try #require(try short.acquireLease(channelNum: ch.num))
-        try waitFor { short.markSending(eventID: e.id, shards: lease.shards, targets: 10, passStart: [], priority: 10, completion: $0) }
-        var next: Lease?
-        let deadline = Date().addingTimeInterval(10)
-        while next == nil && Date() < deadline {
-            next = try f.storage.acquireLease(channelNum: ch.num)
-            if next == nil { usleep(50_000) }
-        }
-        #expect(next != nil)
+        let (short, lease) = try f.sendingUnderShortLease(ch, e)
+        #expect(try f.claimOnceLapsed(ch) != nil)
         var c = EventCounters()
         c.answers = 500
         c.invalid = 500
