@@ -29,13 +29,18 @@ public enum APNSRequests {
 
     /// `/3/device/<hex token>` of the raw `token`, written into `path` (emptied first; its
     /// room is kept, so a reused buffer allocates nothing).
+    /// Written in place when `path` already has the length (a reused request's path: one
+    /// uniqueness check, the prefix and the digits stored, no append).
     public static func writeTokenPath(_ token: [UInt8], into path: inout [UInt8]) {
-        path.removeAll(keepingCapacity: true)
-        path.append(contentsOf: tokenPathPrefix)
-        Hex.append(token, to: &path)
+        let prefix: StaticString = "/3/device/"
+        let n = prefix.utf8CodeUnitCount + 2 * token.count
+        if path.count != n { path = [UInt8](repeating: 0, count: n) }
+        path.withUnsafeMutableBufferPointer { p in
+            let o = p.baseAddress!
+            o.update(from: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+            token.withUnsafeBufferPointer { Hex.write($0, to: o + prefix.utf8CodeUnitCount) }
+        }
     }
-
-    static let tokenPathPrefix = Array("/3/device/".utf8)
 
     /// `/4/broadcasts/apps/<bundleID>` — the bare bundle ID, with the leading slash (§4.1, §9).
     public static func broadcastPath(bundleID: String) -> String { "/4/broadcasts/apps/" + bundleID }

@@ -29,14 +29,14 @@ public struct RingBuffer<Element> {
     }
 
     @inlinable
-    public mutating func append(_ e: Element) {
+    public mutating func append(_ e: consuming Element) {
         if count == storage.count { grow() }
         storage[(head + count) % storage.count] = e
         count += 1
     }
 
     @inlinable
-    public mutating func prepend(_ e: Element) {
+    public mutating func prepend(_ e: consuming Element) {
         if count == storage.count { grow() }
         head = (head - 1 + storage.count) % storage.count
         storage[head] = e
@@ -47,8 +47,8 @@ public struct RingBuffer<Element> {
     @discardableResult
     public mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
-        let e = storage[head]
-        storage[head] = nil
+        // Moved out of its place (a copy and a store of nil cost a retain and a release).
+        let e = storage[head].take()
         head = (head + 1) % storage.count
         count -= 1
         return e

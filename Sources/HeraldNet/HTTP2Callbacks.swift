@@ -52,9 +52,21 @@ enum HTTP2Callbacks {
 
     /// Client: `:status` parsed without a String; other fields kept when asked for, or
     /// when the answer is not a success (their reason matters).
-    static let clientHeader: nghttp2_on_header_callback = { raw, frame, name, namelen, value, valuelen, _, _ in
+    /// A response's fields arrive one after another for one stream: the session keeps the
+    /// stream of the last field (`headerStream`), so only a block's first field looks it up
+    /// in nghttp2's stream map.
+    static let clientHeader: nghttp2_on_header_callback = { raw, frame, name, namelen, value, valuelen, _, ud in
         guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let name, let value else { return 0 }
-        withStream(raw, frame.pointee.hd.stream_id) { s in
+        let id = frame.pointee.hd.stream_id
+        let cached = withSession(ud) { c -> Unmanaged<HTTP2Session.Stream>? in
+            if c.headerStreamID == id, let u = c.headerStream { return u }
+            guard let raw, let p = nghttp2_session_get_stream_user_data(raw, id) else { return nil }
+            let u = Unmanaged<HTTP2Session.Stream>.fromOpaque(p)
+            c.headerStreamID = id
+            c.headerStream = u
+            return u
+        }
+        cached?._withUnsafeGuaranteedRef { s in
             let n = UnsafeBufferPointer(start: name, count: namelen)
             // The one pseudo-header of a response (RFC 9113 §8.3.2; nghttp2 refuses any other).
             if namelen == 7 && name[0] == 58 && name[1] == 115 {
@@ -131,21 +143,20 @@ enum HTTP2Callbacks {
         return 0
     }
 
-    /// The session and stream borrowed (no retain per answer); the response's fields, body
-    /// and the caller's context are moved into the event, not copied (the stream is
+    /// The session and stream borrowed (no retain per answer); the response's fields and
+    /// body are moved into the event with the caller's tag, not copied (the stream is
     /// retired, its next use starts empty).
     static let streamClosed: nghttp2_on_stream_close_callback = { raw, streamID, errorCode, ud in
         withSession(ud) { c in
             withStream(raw, streamID) { s in
-                let context = s.context.take()
                 if c.role == .client && s.status != 0 && errorCode == 0 {
                     var headers: [(String, String)] = []
                     var body: [UInt8] = []
                     swap(&headers, &s.headers)
                     swap(&body, &s.responseBody)
-                    c.sink.append(.response(streamID, HTTP2Response(status: s.status, headers: headers, body: body), context: context))
+                    c.sink.append(.response(streamID, HTTP2Response(status: s.status, headers: headers, body: body), tag: s.tag))
                 } else {
-                    c.sink.append(.streamClosed(streamID, errorCode: errorCode, context: context))
+                    c.sink.append(.streamClosed(streamID, errorCode: errorCode, tag: s.tag))
                 }
                 c.retire(s)
             }

@@ -31,9 +31,8 @@ public protocol HTTP2ClientDelegate: AnyObject {
     /// TLS and the HTTP/2 preface are done; requests may be submitted.
     func http2Ready(_ connection: HTTP2ClientConnection)
     /// A stream ended: with a response, or a failure saying whether it was processed.
-    func http2(
-        _ connection: HTTP2ClientConnection, completed context: AnyObject,
-        result: Result<HTTP2Response, HTTP2StreamFailure>)
+    /// `tag`: the caller's number for the request, as submitted.
+    func http2(_ connection: HTTP2ClientConnection, completed tag: Int, result: consuming Result<HTTP2Response, HTTP2StreamFailure>)
     /// The peer's SETTINGS changed (e.g. MAX_CONCURRENT_STREAMS, which APNs lowers to 1
     /// after errors and raises again, reference §1.3).
     func http2SettingsChanged(_ connection: HTTP2ClientConnection)
@@ -45,7 +44,7 @@ public protocol HTTP2ClientDelegate: AnyObject {
 
 /// One HTTP/2 client connection over TLS: a thin shell that moves bytes between a
 /// `TLSTransport` and an `HTTP2Session` (which holds every nghttp2 interaction), keeps each
-/// stream's caller context and deadline, and reports to its delegate. Confined to its
+/// stream's caller tag and deadline, and reports to its delegate. Confined to its
 /// `EventLoop`: call every method on the loop thread.
 public final class HTTP2ClientConnection: @unchecked Sendable {
     public enum State: Sendable { case idle, connecting, ready, goingAway, closed }
@@ -153,19 +152,19 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     }
 
     /// Submits a request; nil when the connection cannot take it (not ready, going away,
-    /// or nghttp2 refused). The stream's outcome reaches the delegate with `context`.
+    /// or nghttp2 refused). The stream's outcome reaches the delegate with `tag` (the
+    /// caller's own number for it, e.g. a slot in its table of requests in flight).
     /// Call `flush()` after a batch of submits so the frames leave in one write.
     /// `uuidField`: one more field with a fresh UUID (an `apns-id`), written into this
     /// connection's own buffer. `now`: the caller's Monotonic.nanos(), when it has one.
     @discardableResult
     public func submit(
-        _ request: HTTP2Request, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil,
-        context: AnyObject
+        _ request: HTTP2Request, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil, tag: Int
     ) -> Int32? {
         submit(
             method: request.method, path: Array(request.path.utf8), headers: request.headers,
             requestHeaders: request.requestHeaders, body: request.body, keepResponseHeaders: request.keepResponseHeaders,
-            extra: extra, uuidField: uuidField, now: now, context: context)
+            extra: extra, uuidField: uuidField, now: now, tag: tag)
     }
 
     /// `submit` from a request's parts, borrowed: a sender that keeps them in its own
@@ -174,8 +173,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     @discardableResult
     public func submit(
         method: String, path: [UInt8], headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
-        keepResponseHeaders: Bool, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil,
-        context: AnyObject
+        keepResponseHeaders: Bool, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil, tag: Int
     ) -> Int32? {
         guard state == .ready, let session else { return nil }
         let id: Int32
@@ -187,7 +185,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             }
             id = try session.submitRequest(
                 method: method, path: path, headers: headers, requestHeaders: requestHeaders, body: body,
-                keepResponseHeaders: keepResponseHeaders, authority: authority, extra: extra, idField: idField, context: context,
+                keepResponseHeaders: keepResponseHeaders, authority: authority, extra: extra, idField: idField, tag: tag,
                 started: now ?? Monotonic.nanos())
         } catch {
             return nil
@@ -244,21 +242,31 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         swap(&batch, &spareEvents)
         while !events.isEmpty {
             swap(&batch, &events)
-            for e in batch { handle(e, d) }
+            // Each event moved out, not copied: a copy retained its response's arrays and
+            // context, released again when the batch was emptied (issue #12). Its place
+            // holds a case without payload until the batch is emptied.
+            batch.withUnsafeMutableBufferPointer { p in
+                guard let base = p.baseAddress else { return }
+                for i in 0..<p.count {
+                    let e = (base + i).move()
+                    (base + i).initialize(to: .pingAcknowledged)
+                    handle(e, d)
+                }
+            }
             batch.removeAll(keepingCapacity: true)
         }
         swap(&batch, &spareEvents)
     }
 
-    private func handle(_ e: HTTP2Event, _ d: HTTP2ClientDelegate?) {
-        switch e {
-        case .response(let id, let response, let context):
+    private func handle(_ e: consuming HTTP2Event, _ d: HTTP2ClientDelegate?) {
+        switch consume e {
+        case .response(let id, let response, let tag):
             let late = !timedOut.isEmpty && timedOut.remove(id) != nil
-            streamEnded(context, late ? .failure(.timedOut) : .success(response), d)
-        case .streamClosed(let id, let code, let context):
+            streamEnded(tag, late ? .failure(.timedOut) : .success(response), d)
+        case .streamClosed(let id, let code, let tag):
             let late = !timedOut.isEmpty && timedOut.remove(id) != nil
             let failure: HTTP2StreamFailure = late ? .timedOut : code == HTTP2ErrorCode.refusedStream ? .refused : .reset(code)
-            streamEnded(context, .failure(failure), d)
+            streamEnded(tag, .failure(failure), d)
         case .settings:
             d?.http2SettingsChanged(self)
         case .goAway(let last, let code, let data):
@@ -271,8 +279,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         }
     }
 
-    private func streamEnded(_ context: AnyObject?, _ result: Result<HTTP2Response, HTTP2StreamFailure>, _ d: HTTP2ClientDelegate?) {
-        if let context { d?.http2(self, completed: context, result: result) }
+    private func streamEnded(_ tag: Int, _ result: consuming Result<HTTP2Response, HTTP2StreamFailure>, _ d: HTTP2ClientDelegate?) {
+        d?.http2(self, completed: tag, result: result)
         if state == .goingAway && activeStreams == 0 {
             loop.executeUnchecked { [weak self] in self?.transport?.closeAfterFlush() }
         }
@@ -284,11 +292,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         watchdog?.cancel()
         deliver()
         let reason = error?.description ?? "connection closed"
-        let open = session?.openStreamContexts() ?? []
+        let open = session?.openStreamTags() ?? []
         session = nil
-        for (id, context, _) in open {
-            guard let context else { continue }
-            delegate?.http2(self, completed: context, result: .failure(timedOut.contains(id) ? .timedOut : .connectionLost(reason)))
+        for (id, tag, _) in open {
+            delegate?.http2(self, completed: tag, result: .failure(timedOut.contains(id) ? .timedOut : .connectionLost(reason)))
         }
         timedOut.removeAll()
         transport = nil

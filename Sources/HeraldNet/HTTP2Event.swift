@@ -19,11 +19,11 @@ public enum HTTP2Setting: Sendable, Equatable {
 enum HTTP2Event {
     /// Server: a request is complete (END_STREAM received).
     case request(HTTP2ServerRequest)
-    /// Client: the stream ended cleanly after a response; `context` as submitted.
-    case response(HTTP2StreamID, HTTP2Response, context: AnyObject?)
+    /// Client: the stream ended cleanly after a response; `tag` as submitted.
+    case response(HTTP2StreamID, HTTP2Response, tag: Int)
     /// A stream closed. Client: without a complete response (`errorCode` says why:
     /// `refusedStream` means not processed). Server: every stream, when it goes.
-    case streamClosed(HTTP2StreamID, errorCode: UInt32, context: AnyObject?)
+    case streamClosed(HTTP2StreamID, errorCode: UInt32, tag: Int)
     /// The peer's SETTINGS frame (not an ACK) was applied; the values now in force.
     case settings(maxConcurrentStreams: Int, initialWindowSize: Int)
     /// The peer sent GOAWAY. nghttp2 closes the streams above `lastStreamID` as

@@ -9,12 +9,12 @@ extension HTTP2Session {
     /// (e.g. `streamIDNotAvailable`, or after GOAWAY).
     func submitRequest(
         _ request: HTTP2Request, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
-        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, context: AnyObject? = nil, started: UInt64 = 0
+        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, tag: Int = 0, started: UInt64 = 0
     ) throws(HTTP2Error) -> HTTP2StreamID {
         try submitRequest(
             method: request.method, path: Array(request.path.utf8), headers: request.headers, requestHeaders: request.requestHeaders,
             body: request.body, keepResponseHeaders: request.keepResponseHeaders, authority: authority, extra: extra,
-            idField: idField, context: context, started: started)
+            idField: idField, tag: tag, started: started)
     }
 
     /// `submitRequest` from the request's parts, borrowed (the pool's hot path: no
@@ -23,12 +23,12 @@ extension HTTP2Session {
     func submitRequest(
         method: String, path: [UInt8], headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
         keepResponseHeaders: Bool, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
-        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, context: AnyObject?, started: UInt64
+        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, tag: Int, started: UInt64
     ) throws(HTTP2Error) -> HTTP2StreamID {
-        let s = makeStream(0)
+        let s = makeRequestStream()
         s.body = body
         s.keepHeaders = keepResponseHeaders
-        s.context = context
+        s.tag = tag
         s.started = started
         let ud = s.opaque
         var method = method
@@ -80,10 +80,21 @@ extension HTTP2Session {
         return id
     }
 
+    /// A stream object for a request this side sends: a spare one when there is one, reset
+    /// in its client part only (a client session's streams never hold a server request, so
+    /// clearing that part again per push was wasted work).
+    @inline(__always)
+    func makeRequestStream() -> Stream {
+        guard let s = spare.popLast() else { return Stream(id: 0) }
+        s.resetForRequest()
+        return s
+    }
+
     /// Runs `body` with the bytes of `list`, or with no bytes when it is nil.
     @inline(__always)
-    static func withBytes<R>(of list: HeaderList?, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        if let list { return list.bytes.withUnsafeBufferPointer(body) }
+    static func withBytes(of list: HeaderList?, _ body: (UnsafeBufferPointer<UInt8>) -> Int32) -> Int32 {
+        // Through optional chaining: the list's buffer is borrowed, not copied out of it.
+        if let rc = list?.bytes.withUnsafeBufferPointer(body) { return rc }
         return body(UnsafeBufferPointer(start: nil, count: 0))
     }
 
@@ -246,5 +257,23 @@ enum HTTP2Fields {
                     name: p + Int(e.nameStart), value: e.valueLen == 0 ? empty : p + Int(e.valueStart), namelen: Int(e.nameLen),
                     valuelen: Int(e.valueLen), flags: flags(e.noIndex)))
         }
+    }
+}
+
+extension HTTP2Session.Stream {
+    /// `reset(id: 0)` without the server request's part (a client's streams leave it empty).
+    @inline(__always)
+    func resetForRequest() {
+        id = 0
+        tag = 0
+        started = 0
+        body = nil
+        if !bodyBytes.isEmpty { bodyBytes = [] }
+        offset = 0
+        status = 0
+        if !headers.isEmpty { headers = [] }
+        if !responseBody.isEmpty { responseBody = [] }
+        keepHeaders = true
+        unanswered = false
     }
 }

@@ -32,6 +32,10 @@ final class HTTP2Session {
     /// Name/value pairs of the request or response being submitted (reused: no array per
     /// submit; nghttp2 copies the fields before `submit` returns).
     var nvScratch: [nghttp2_nv] = []
+    /// Client: the stream the header callback read the last field for (unretained: the
+    /// stream is open, kept by `streams`; `retire` clears it).
+    var headerStreamID: HTTP2StreamID = 0
+    var headerStream: Unmanaged<Stream>?
 
     /// Per-stream state: the body we send and how much of it went (flow control may offer
     /// less than the rest, interop notes §8), and the message we receive.
@@ -39,8 +43,10 @@ final class HTTP2Session {
         var id: HTTP2StreamID
         /// Its index in `streams` while open; -1 when not there.
         var slot = -1
-        /// Client: the caller's context, handed back with the stream's end, and when it began.
-        var context: AnyObject?
+        /// Client: the caller's tag (the pool's slot number), handed back with the stream's
+        /// end (an integer, not an object: nothing to retain or cast back per answer), and
+        /// when it began.
+        var tag = 0
         var started: UInt64 = 0
         var body: HTTP2Body?
         var bodyBytes: [UInt8] = []
@@ -65,7 +71,7 @@ final class HTTP2Session {
         /// Back to a fresh state for stream `id` (a reused object).
         func reset(id: HTTP2StreamID) {
             self.id = id
-            context = nil
+            tag = 0
             started = 0
             body = nil
             if !bodyBytes.isEmpty { bodyBytes = [] }
@@ -107,8 +113,8 @@ final class HTTP2Session {
     /// do); with the spare list full it is freed here, so a caller that does not own a
     /// reference must not touch it after this.
     func retire(_ s: Stream) {
+        if headerStreamID == s.id { (headerStreamID, headerStream) = (0, nil) }
         s.unanswered = false
-        s.context = nil
         s.body = nil
         if spare.count < 1024 { spare.append(s) }
         let i = s.slot
@@ -161,9 +167,9 @@ final class HTTP2Session {
         streams.filter { $0.unanswered && $0.id > id }.sorted { $0.id < $1.id }
     }
 
-    /// Open streams in id order with their contexts (a connection failing them all).
-    func openStreamContexts() -> [(HTTP2StreamID, AnyObject?, UInt64)] {
-        streams.sorted { $0.id < $1.id }.map { ($0.id, $0.context, $0.started) }
+    /// Open streams in id order with their tags (a connection failing them all).
+    func openStreamTags() -> [(HTTP2StreamID, Int, UInt64)] {
+        streams.sorted { $0.id < $1.id }.map { ($0.id, $0.tag, $0.started) }
     }
 
     // MARK: - the choke point

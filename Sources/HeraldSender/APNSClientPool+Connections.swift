@@ -27,12 +27,21 @@ extension APNSClientPool: HTTP2ClientDelegate {
         dispatch()
     }
 
-    public func http2(_ c: HTTP2ClientConnection, completed context: AnyObject, result: Result<HTTP2Response, HTTP2StreamFailure>) {
-        let r = unsafeDowncast(context, to: APNSRequest.self)
+    public func http2(
+        _ c: HTTP2ClientConnection, completed tag: Int, result: consuming Result<HTTP2Response, HTTP2StreamFailure>
+    ) {
+        guard let r = sent.take(tag) else { return }
         let id = linkID(of: c)
         tally.latency.observe(Double(Monotonic.nanos() &- r.sentAt) / 1e9)
-        switch result {
+        switch consume result {
         case .success(let resp):
+            if resp.status == 200 && resp.headers.isEmpty {
+                // The hot case, a token push's 200 kept without its fields: what `classify`
+                // and `handle` decide (delivered, no ids), without their copies of the outcome.
+                if let id { machine.streamEnded(id, confirmed: true) }
+                finish(r, .outcome(.delivered(apnsID: nil, uniqueID: nil), resp))
+                break
+            }
             // A success kept without its fields (a token push's 200) has none to look up.
             let fields = !resp.headers.isEmpty
             let outcome = PushOutcome.classify(

@@ -21,11 +21,18 @@ public final class APNSClientPool: @unchecked Sendable {
 
     private let capacity = NSCondition()
     private var inbox: [APNSRequest] = []
+    /// The loop's side of `inbox`, swapped with it under the lock: each keeps its buffer
+    /// (taking a copy and emptying the shared one allocated a new buffer per batch).
+    private var taken: [APNSRequest] = []
     private var pendingCount = 0
     private var shutDown = false
 
     // Loop-confined.
     var queue = SendQueue()
+    /// The requests in flight, each in a slot whose number its stream carries as its tag:
+    /// an answer takes its request out of its slot (no object through nghttp2 and back,
+    /// no cast per answer).
+    var sent = SentRequests()
     /// Every decision about connections and streams (slots, the in-flight count, GOAWAY,
     /// backoff, limits, tokens); the loop runs the actions it returns.
     var machine: PoolStateMachine
@@ -160,17 +167,17 @@ public final class APNSClientPool: @unchecked Sendable {
 
     private func takeInbox() {
         capacity.lock()
-        let batch = inbox
-        inbox.removeAll(keepingCapacity: true)
+        swap(&inbox, &taken)
         capacity.unlock()
-        for r in batch { queue.append(r) }
+        for r in taken { queue.append(r) }
+        taken.removeAll(keepingCapacity: true)
         dispatch()
     }
 
     /// Reports a final result: its sink hears it, and its capacity is freed, at the end of
     /// this loop turn (one sink call per sink and one lock for all the answers one read
     /// brought in).
-    func finish(_ r: APNSRequest, _ result: consuming APNSResult) {
+    func finish(_ r: consuming APNSRequest, _ result: consuming APNSResult) {
         metrics.record(result, attempts: r.attempts, into: &tally)
         completed.append(APNSCompletion(request: r, result: result))
         finishedThisTurn += 1
@@ -258,8 +265,10 @@ public final class APNSClientPool: @unchecked Sendable {
                 var body: HTTP2Body?
                 var keep = true
                 var generatesID = false
+                let none = HeaderList()
                 while n > 0, let r = queue.popFirst() {
-                    let t = r.template
+                    // Borrowed from `r`, which holds it through this turn (no retain per push).
+                    unowned(unsafe) let t = r.template
                     if t.isCancelled {
                         finish(r, .cancelled)
                         continue
@@ -269,9 +278,11 @@ public final class APNSClientPool: @unchecked Sendable {
                         (method, headers, body, keep, generatesID) = (t.method, t.headers, t.body, t.keepResponseHeaders, t.generatesAPNSID)
                     }
                     let uuid = generatesID ? HTTP2UUIDField(name: "apns-id", high: random.next(), low: random.next()) : nil
+                    let tag = sent.nextSlot
                     let sid = c.submit(
-                        method: method, path: r.pathBytes, headers: headers, requestHeaders: r.headers, body: body,
-                        keepResponseHeaders: keep, extra: auth, uuidField: uuid, now: now, context: r)
+                        method: method, path: r.pathBytes, headers: headers,
+                        requestHeaders: r.headers.count == 0 ? none : r.headers, body: body,
+                        keepResponseHeaders: keep, extra: auth, uuidField: uuid, now: now, tag: tag)
                     guard sid != nil else {
                         // The connection took no more (going away, out of ids): the machine
                         // hears why from its delegate events; this request waits.
@@ -281,10 +292,12 @@ public final class APNSClientPool: @unchecked Sendable {
                     r.attempts += 1
                     r.sentAt = now
                     r.sentAtMillis = nowMillis
-                    machine.streamOpened(id)
+                    sent.put(r, at: tag)
                     n -= 1
-                    progress = true
                 }
+                // Told once per run: nothing between asks the machine.
+                machine.streamOpened(id, count: count - n)
+                if n < count { progress = true }
                 if !touched.contains(where: { $0 === link }) { touched.append(link) }
                 if queue.isEmpty { break }
             }

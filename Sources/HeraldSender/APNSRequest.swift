@@ -41,6 +41,14 @@ public enum APNSResult: Sendable {
     case exhausted(PushOutcome)
     /// The template was cancelled before the request was (re)sent.
     case cancelled
+
+    /// True for a delivery (read in place: a sink that only counts them copies no outcome).
+    public var isDelivered: Bool {
+        switch self {
+        case .outcome(.delivered, _): true
+        default: false
+        }
+    }
 }
 
 /// What every request of one event shares: method, fields, body (encoded once per event)
@@ -166,7 +174,8 @@ public final class APNSRequest: @unchecked Sendable {
     func reuse(token: [UInt8], template: APNSTemplate, context: AnyObject?, index: Int) {
         APNSRequests.writeTokenPath(token, into: &pathBytes)
         if headers.count > 0 { headers = HeaderList() }
-        self.template = template
+        // A fan-out reuses a request for the same event's next token: no retain and release.
+        if self.template !== template { self.template = template }
         self.context = context
         self.index = index
         attempts = 0

@@ -140,10 +140,12 @@ struct PoolStateMachine {
         return actions
     }
 
-    /// A stream opened on `id`.
-    mutating func streamOpened(_ id: PoolConnectionID) {
-        update(id) { $0.inFlight += 1 }
-        inFlight += 1
+    /// `count` streams opened on `id` (the loop reports a run of submits at once: one
+    /// lookup of the connection per run, not per push).
+    mutating func streamOpened(_ id: PoolConnectionID, count: Int = 1) {
+        guard count > 0 else { return }
+        update(id) { $0.inFlight += count }
+        inFlight += count
     }
 
     /// A stream of `id` ended. `confirmed`: its answer shows the connection's JWT was

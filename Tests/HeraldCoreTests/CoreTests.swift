@@ -23,6 +23,16 @@ import Testing
         #expect(String(decoding: all, as: UTF8.self) == Hex.encode((0...255).map { UInt8($0) }))
     }
 
+    @Test func hexAppendsEveryLengthAsTheEncoderSpellsIt() {
+        // Four bytes per word step, the rest one by one: every remainder, every digit.
+        let bytes: [UInt8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xf0, 0x0f, 0x9a, 0xa9, 0x5c]
+        for n in 0...bytes.count {
+            var out: [UInt8] = []
+            Hex.append(Array(bytes.prefix(n)), to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == Hex.encode(Array(bytes.prefix(n))))
+        }
+    }
+
     @Test func base64URLMatchesRFC4648Vectors() {
         // RFC 4648 §10 vectors, translated to the url alphabet without padding.
         let vectors = ["": "", "f": "Zg", "fo": "Zm8", "foo": "Zm9v", "foob": "Zm9vYg", "fooba": "Zm9vYmE", "foobar": "Zm9vYmFy"]

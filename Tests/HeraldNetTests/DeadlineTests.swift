@@ -76,7 +76,7 @@ func connectClient(on loop: EventLoop, to listener: HTTP2Listener, config: HTTP2
         collector.expected = 1
         let conn = try connectClient(on: loop, to: listener, config: config, collector: collector)
         loop.execute {
-            _ = conn.submit(HTTP2Request(method: "GET", path: "/"), context: Box(0))
+            _ = conn.submit(HTTP2Request(method: "GET", path: "/"), tag: 0)
             conn.flush()
         }
         collector.done.wait()

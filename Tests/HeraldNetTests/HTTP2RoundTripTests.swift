@@ -26,9 +26,9 @@ final class Collector: HTTP2ClientDelegate, @unchecked Sendable {
     var closedError: NetError?? = nil
 
     func http2Ready(_ c: HTTP2ClientConnection) { ready.signal() }
-    func http2(_ c: HTTP2ClientConnection, completed ctx: AnyObject, result: Result<HTTP2Response, HTTP2StreamFailure>) {
+    func http2(_ c: HTTP2ClientConnection, completed tag: Int, result: consuming Result<HTTP2Response, HTTP2StreamFailure>) {
         lock.lock()
-        results[(ctx as! Box).n] = result
+        results[tag] = result
         let finished = results.count == expected
         lock.unlock()
         if finished { done.signal() }
@@ -41,11 +41,6 @@ final class Collector: HTTP2ClientDelegate, @unchecked Sendable {
         lock.unlock()
         ready.signal()
     }
-}
-
-final class Box {
-    let n: Int
-    init(_ n: Int) { self.n = n }
 }
 
 @Suite struct HTTP2RoundTripTests {
@@ -76,7 +71,7 @@ final class Box {
         let body = HTTP2Body(Array(repeating: UInt8(ascii: "x"), count: 300))
         clientLoop.execute {
             for i in 0..<1000 {
-                _ = conn.submit(HTTP2Request(method: "POST", path: "/p/\(i)", body: body), context: Box(i))
+                _ = conn.submit(HTTP2Request(method: "POST", path: "/p/\(i)", body: body), tag: i)
             }
             conn.flush()
         }

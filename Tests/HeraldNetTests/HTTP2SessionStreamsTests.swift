@@ -4,22 +4,17 @@ import Testing
 
 /// The session's open-stream list (each stream knows its slot; retired ones are kept for
 /// reuse up to 1024): answers in any order leave exactly the unanswered streams open,
-/// each with its own context, also past the spare list's bound.
+/// each with its own tag, also past the spare list's bound.
 @Suite struct HTTP2SessionStreamsTests {
-    final class Tag {
-        let n: Int
-        init(_ n: Int) { self.n = n }
-    }
-
     func post(_ p: SessionPair, _ i: Int) throws -> HTTP2StreamID {
         let auth: StaticString = "api.example"
         return try p.client.submitRequest(
             HTTP2Request(method: "POST", path: "/3/device/\(i)", body: HTTP2Body([1, 2, 3]), keepResponseHeaders: false),
             authority: UnsafeBufferPointer(start: auth.utf8Start, count: auth.utf8CodeUnitCount), extra: nil, idField: nil,
-            context: Tag(i))
+            tag: i)
     }
 
-    @Test func answersInAnyOrderLeaveExactlyTheRestOpenWithTheirContexts() throws {
+    @Test func answersInAnyOrderLeaveExactlyTheRestOpenWithTheirTags() throws {
         var p = try SessionPair(serverSettings: [.maxConcurrentStreams(2000)])
         try p.pump()
         // 1500 streams: more than the 1024 spare ones a session keeps.
@@ -35,16 +30,16 @@ import Testing
         for id in answered { try p.server.submitResponse(streamID: id, status: 200, headers: HeaderList(), body: []) }
         try p.pump()
         var seen: [HTTP2StreamID: Int] = [:]
-        for case .response(let id, let r, let context) in p.clientEvents {
+        for case .response(let id, let r, let tag) in p.clientEvents {
             #expect(r.status == 200)
-            seen[id] = (context as? Tag)?.n
+            seen[id] = tag
         }
         #expect(seen.count == answered.count)
         #expect(seen.allSatisfy { ids[$0.key] == $0.value })
-        let open = p.client.openStreamContexts()
+        let open = p.client.openStreamTags()
         #expect(open.count == 1500 - answered.count)
         #expect(Set(open.map(\.0)) == Set(ids.keys).subtracting(answered))
-        #expect(open.allSatisfy { ids[$0.0] == ($0.1 as? Tag)?.n })
+        #expect(open.allSatisfy { ids[$0.0] == $0.1 })
         #expect(open.map(\.0) == open.map(\.0).sorted())
         // The rest, then a new round on reused stream objects.
         for id in open.map(\.0) { try p.server.submitResponse(streamID: id, status: 200, headers: HeaderList(), body: []) }
@@ -59,8 +54,8 @@ import Testing
         try p.server.submitResponse(streamID: again, status: 410, headers: HeaderList(), body: Array("{}".utf8))
         try p.pump()
         var last: (Int, Int?)?
-        for case .response(let id, let resp, let context) in p.clientEvents where id == again {
-            last = (resp.status, (context as? Tag)?.n)
+        for case .response(let id, let resp, let tag) in p.clientEvents where id == again {
+            last = (resp.status, tag)
         }
         #expect(last?.0 == 410)
         #expect(last?.1 == 9999)

@@ -82,7 +82,7 @@ final class Counter: APNSResultSink, @unchecked Sendable {
     func apnsCompleted(_ request: APNSRequest, result: APNSResult) {
         cond.lock()
         done += 1
-        if case .outcome(.delivered, _) = result { delivered += 1 }
+        if result.isDelivered { delivered += 1 }
         answered.append(request)
         if done % 4096 == 0 { cond.broadcast() }
         cond.unlock()
@@ -94,7 +94,7 @@ final class Counter: APNSResultSink, @unchecked Sendable {
         batch.withUnsafeBufferPointer { p in
             for i in p.indices {
                 done += 1
-                if case .outcome(.delivered, _) = p[i].result { delivered += 1 }
+                if p[i].result.isDelivered { delivered += 1 }
                 answered.append(p[i].request)
                 if done % 4096 == 0 { cond.broadcast() }
             }
