@@ -178,8 +178,9 @@ enum HTTP2Callbacks {
             let total = s.sendCount
             let n = min(length, total - s.offset)
             if n > 0 {
-                if let body = s.body {
-                    body.bytes.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress! + s.offset, count: n) }
+                // Through optional chaining: the shared body is borrowed, not retained per frame.
+                if s.body != nil {
+                    s.body?.bytes.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress! + s.offset, count: n) }
                 } else {
                     s.bodyBytes.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress! + s.offset, count: n) }
                 }

@@ -175,7 +175,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         method: String, path: [UInt8], headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
         keepResponseHeaders: Bool, extra: HeaderList? = nil, uuidField: HTTP2UUIDField? = nil, now: UInt64? = nil, tag: Int
     ) -> Int32? {
-        guard state == .ready, let session else { return nil }
+        guard state == .ready, self.session != nil else { return nil }
+        // Borrowed for the call (nothing in a submit can end the session): no retain per push.
+        unowned(unsafe) let session = self.session!
         let id: Int32
         do {
             var idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?

@@ -103,7 +103,7 @@ final class HTTP2Session {
 
     /// Tracks `s` as open (kept alive until `retire`).
     @inline(__always)
-    func adopt(_ s: Stream) {
+    func adopt(_ s: consuming Stream) {
         s.slot = streams.count
         streams.append(s)
     }
