@@ -10,8 +10,9 @@ public struct SentQuery {
 // sends the current ones).
 extension PostgresConnection {
     /// Sends one query with `args` bound in binary and returns without waiting for its
-    /// answer. Until `receive(_:)` has read it, nothing else may run on this connection
-    /// (libpq refuses: "another command is already in progress").
+    /// answer. Until `receive(_:)` has read it, run nothing else on this connection: a
+    /// statement run meanwhile first reads and drops that answer (libpq does), and
+    /// `receive` then throws.
     /// - Throws: `PostgresError` as `query(_:_:)` for preparing it (a statement seen for
     ///   the first time is prepared first, which waits), `.connection` when it cannot be sent.
     /// - Thread: the connection's thread.
