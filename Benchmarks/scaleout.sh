@@ -13,6 +13,9 @@
 # PostgreSQL ≥ 0.8 × SQLite.
 #
 #   Benchmarks/scaleout.sh [N] [M]     defaults 300000 1000000
+#   PERF=dir Benchmarks/scaleout.sh    also samples the whole machine's CPU (perf record -a,
+#                                      cpu-clock, call graphs) during each part-1 fan-out:
+#                                      dir/scaleout.W.data for W workers (`perf report -i`)
 source "$(dirname "$0")/lib.sh"
 N=${1:-300000}; M=${2:-1000000}
 bench_setup
@@ -73,7 +76,9 @@ for workers in 1 2 3; do
   call POST "${W_API[1]}" /v1/channels '{"id":"bench","bundle_id":"com.example.app","environment":"sandbox"}' >/dev/null
   HERALD_ADMIN_TOKEN="$ADMIN" "$HERALD" subs import bench "$WORK/tokens.txt" --server "${W_API[1]}" --batch-size 50000 > "$WORK/import.txt" 2>&1
   pgp=$(pg_pids); w0=$(cpu_of "${W_PID[@]}"); p0=$(cpu_of $pgp); s0=$(cpu_of "${PIDS[0]}")
+  [ -z "${PERF:-}" ] || { mkdir -p "$PERF"; perf record -a -e cpu-clock -F 499 -g -o "$PERF/scaleout.$workers.data" > /dev/null 2>&1 & PERF_PID=$!; }
   s=$(fanout_seconds "${W_API[1]}" "$N")
+  [ -z "${PERF:-}" ] || { kill -INT "$PERF_PID"; wait "$PERF_PID" 2>/dev/null || true; }
   w1=$(cpu_of "${W_PID[@]}"); p1=$(cpu_of $pgp); s1=$(cpu_of "${PIDS[0]}")
   RATE[$workers]=$(python3 -c "print(f'{$N/$s:.0f}')")
   per=""

@@ -69,7 +69,7 @@ extension PostgresStore {
                 INSERT INTO subscriptions (channel, shard, kind, token, registered_at_ms, expires_at)
                 SELECT $1, u.shard, u.kind, u.token, $2, u.expires_at
                 FROM unnest($3::int8[], $4::int8[], $5::bytea[], $6::int8[]) AS u(shard, kind, token, expires_at)
-                ON CONFLICT (channel, kind, token) DO UPDATE
+                ON CONFLICT (channel, kind, shard, token) DO UPDATE
                 SET registered_at_ms = EXCLUDED.registered_at_ms, expires_at = EXCLUDED.expires_at
                 RETURNING kind, token, (xmax = 0) AS created)
             SELECT kind, token FROM up WHERE created

@@ -19,6 +19,26 @@ extension PostgresStore {
 
     static let bothKinds = PostgresValue.array(SubscriptionKind.allCases.map { .int8($0.storedCode) })
 
+    /// Removes `token` of either kind from channel `channelNum` (its key: the shard is the
+    /// token's); returns how many rows went.
+    @discardableResult
+    static func delete(_ c: PostgresConnection, channelNum: Int64, token: [UInt8]) throws(PostgresError) -> Int {
+        try c.run(
+            "DELETE FROM subscriptions WHERE channel = $1 AND kind = ANY($2::int8[]) AND shard = $3 AND token = $4",
+            [.int8(channelNum), Self.bothKinds, .int(Shards.shard(of: token)), .bytea(token)])
+    }
+
+    /// The arguments $1-$5 of a prune: the channel, then per item its kind, token, 410 time
+    /// and the token's shard (the key).
+    static func pruneArguments(
+        _ channelNum: Int64, _ items: [(kind: SubscriptionKind, token: [UInt8], beforeMillis: Int64)]
+    ) -> [PostgresValue] {
+        [
+            .int8(channelNum), .array(items.map { .int8($0.kind.storedCode) }), .array(items.map { .bytea($0.token) }),
+            .array(items.map { .int8($0.beforeMillis) }), .array(items.map { .int(Shards.shard(of: $0.token)) }),
+        ]
+    }
+
     /// Registers `token` (idempotent: a repeat refreshes its registration time, which is what
     /// protects it from a 410 APNs stamped earlier). With `replaces`, the old token is
     /// removed in the same transaction (token rotation).
@@ -30,15 +50,13 @@ extension PostgresStore {
         return try write { c in
             let ch = try Self.openChannel(c, channelID)
             if let old = replaces, old != token {
-                try c.run(
-                    "DELETE FROM subscriptions WHERE channel = $1 AND kind = ANY($2::int8[]) AND token = $3",
-                    [.int8(ch.num), Self.bothKinds, .bytea(old)])
+                try Self.delete(c, channelNum: ch.num, token: old)
             }
             let r = try c.queryOne(
                 """
                 INSERT INTO subscriptions (channel, shard, kind, token, registered_at_ms, expires_at)
                 VALUES ($1, $2, $3, $4, $5, $6)
-                ON CONFLICT (channel, kind, token) DO UPDATE
+                ON CONFLICT (channel, kind, shard, token) DO UPDATE
                 SET registered_at_ms = EXCLUDED.registered_at_ms, expires_at = EXCLUDED.expires_at
                 RETURNING (xmax = 0) AS created
                 """,
@@ -56,9 +74,7 @@ extension PostgresStore {
     public func unregister(channelID: String, token: [UInt8]) throws {
         try write { c in
             guard let ch = try Self.loadChannel(c, id: channelID) else { throw StoreError.channelNotFound(channelID) }
-            let n = try c.run(
-                "DELETE FROM subscriptions WHERE channel = $1 AND kind = ANY($2::int8[]) AND token = $3",
-                [.int8(ch.num), Self.bothKinds, .bytea(token)])
+            let n = try Self.delete(c, channelNum: ch.num, token: token)
             if n == 0 { throw StoreError.subscriptionNotFound }
         }
     }
@@ -100,9 +116,14 @@ extension PostgresStore {
             if !unsubscribe.isEmpty {
                 let gone = try c.query(
                     """
-                    DELETE FROM subscriptions WHERE channel = $1 AND kind = ANY($2::int8[]) AND token = ANY($3::bytea[])
-                    RETURNING token
-                    """, [.int8(ch.num), Self.bothKinds, .array(unsubscribe.map { .bytea($0) })])
+                    DELETE FROM subscriptions s USING unnest($3::int8[], $4::bytea[]) AS u(shard, token)
+                    WHERE s.channel = $1 AND s.kind = ANY($2::int8[]) AND s.shard = u.shard AND s.token = u.token
+                    RETURNING s.token
+                    """,
+                    [
+                        .int8(ch.num), Self.bothKinds, .array(unsubscribe.map { .int(Shards.shard(of: $0)) }),
+                        .array(unsubscribe.map { .bytea($0) }),
+                    ])
                 unsubscribed = gone.count
                 if !joined.isEmpty && unsubscribed > 0 {
                     let removed = Set(try gone.map { r throws(PostgresError) in try r.bytea("token") })
@@ -129,13 +150,9 @@ extension PostgresStore {
         return try write { c in
             try c.run(
                 """
-                DELETE FROM subscriptions s USING unnest($2::int8[], $3::bytea[], $4::int8[]) AS u(kind, token, before_ms)
-                WHERE s.channel = $1 AND s.kind = u.kind AND s.token = u.token AND s.registered_at_ms < u.before_ms
-                """,
-                [
-                    .int8(channelNum), .array(items.map { .int8($0.kind.storedCode) }), .array(items.map { .bytea($0.token) }),
-                    .array(items.map { .int8($0.beforeMillis) }),
-                ])
+                DELETE FROM subscriptions s USING unnest($2::int8[], $3::bytea[], $4::int8[], $5::int8[]) AS u(kind, token, before_ms, shard)
+                WHERE s.channel = $1 AND s.kind = u.kind AND s.shard = u.shard AND s.token = u.token AND s.registered_at_ms < u.before_ms
+                """, Self.pruneArguments(channelNum, items))
         }
     }
 

@@ -25,14 +25,10 @@ extension PostgresStore: WebhookReporting {
         return try write { c in
             let removed = try c.query(
                 """
-                DELETE FROM subscriptions s USING unnest($2::int8[], $3::bytea[], $4::int8[]) AS u(kind, token, before_ms)
-                WHERE s.channel = $1 AND s.kind = u.kind AND s.token = u.token AND s.registered_at_ms < u.before_ms
+                DELETE FROM subscriptions s USING unnest($2::int8[], $3::bytea[], $4::int8[], $5::int8[]) AS u(kind, token, before_ms, shard)
+                WHERE s.channel = $1 AND s.kind = u.kind AND s.shard = u.shard AND s.token = u.token AND s.registered_at_ms < u.before_ms
                 RETURNING s.token
-                """,
-                [
-                    .int8(channelNum), .array(items.map { .int8($0.kind.storedCode) }), .array(items.map { .bytea($0.token) }),
-                    .array(items.map { .int8($0.beforeMillis) }),
-                ]
+                """, Self.pruneArguments(channelNum, items)
             ).compactMap { $0["token"]?.byteaValue }
             if !removed.isEmpty {
                 let payload = JSON.object(["tokens": .array(removed.map { .string(Hex.encode($0)) }), "reason": .string(reason)]).text

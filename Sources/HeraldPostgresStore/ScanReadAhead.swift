@@ -89,13 +89,29 @@ struct ScanReadAhead {
     }
 
     /// Rows read at `at` from the database after the pass's last read row, asked for `asked`.
+    /// Rows still unserved keep the pass's time of reading (the older: every row is served
+    /// at most `maxAge` after it was read).
     mutating func filled(_ key: Key, _ rows: [Row], asked: Int, at: Double) {
         guard var pass = passes[key] else { return }
+        if pass.rows.isEmpty { pass.readAt = at }
         pass.rows += rows
         if let last = rows.last { pass.read = last.token }
         pass.exhausted = rows.count < asked
-        pass.readAt = at
         store(key, pass)
+    }
+
+    /// Where the next read of `key`'s pass starts (its last read row), nil when there is no
+    /// such pass or its range is read to the end: what a read sent ahead of time asks for.
+    func nextRead(_ key: Key) -> [UInt8]? {
+        guard let pass = passes[key], !pass.exhausted else { return nil }
+        return pass.read
+    }
+
+    /// Whether rows of `key` read after `after` at `readAt` continue its pass at `at`: the
+    /// pass's last read row is still `after`, its range not read to the end, and the rows
+    /// at most `maxAge` old. (A read sent ahead of time is used only then.)
+    func continues(_ key: Key, after: [UInt8], readAt: Double, at: Double) -> Bool {
+        nextRead(key) == after && at - readAt <= maxAge
     }
 
     /// Forgets every pass (the connection was lost: rows may be stale by then).

@@ -52,6 +52,12 @@ struct SimDelayQueue {
         if count == 0 { head = 0 }
     }
 
+    /// How long after the earliest answer is due its timer fires (nanoseconds): a tenth of
+    /// the latency, at most a millisecond. The answers due by then go out together.
+    static func slackNanos(latency seconds: Double) -> UInt64 {
+        seconds > 0 ? UInt64(min(0.001, seconds / 10) * 1e9) : 0
+    }
+
     /// Doubles the ring, keeping the order (and the slots' storage).
     private mutating func grow() {
         var bigger: [Slot] = []

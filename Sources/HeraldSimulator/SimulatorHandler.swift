@@ -216,11 +216,18 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
 
     /// One timer per connection for the earliest held-back answer; when it fires it sends
     /// every answer due by then and sets itself again for the next.
+    ///
+    /// The timer fires `SimDelayQueue.slackNanos` after the earliest answer is due, so that one wake-up
+    /// sends every answer that fell due in that window, in one write: answers decided one
+    /// at a time (a client refilling each stream as its answer comes, the regime of a
+    /// latency-bound fan-out) would otherwise cost a wake-up, a TLS record and a write each.
+    /// An answer waits at least the fault's latency, never more than that slack beyond it.
     private func armDelayTimer(_ c: HTTP2ServerConnection, _ st: SimConnectionState) {
         guard let due = st.delayed.nextDue else { return }
         st.delayTimerSet = true
         let now = Monotonic.nanos()
-        c.loop.schedule(after: due > now ? Double(due - now) / 1e9 : 0) { [weak self, weak c] in
+        let at = due &+ SimDelayQueue.slackNanos(latency: st.faults.latency)
+        c.loop.schedule(after: at > now ? Double(at - now) / 1e9 : 0) { [weak self, weak c] in
             guard let self, let c, let st = c.userInfo as? SimConnectionState else { return }
             st.delayTimerSet = false
             st.delayed.popDue(now: Monotonic.nanos()) { id, status, fields, body in

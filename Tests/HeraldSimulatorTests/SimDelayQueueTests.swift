@@ -44,4 +44,12 @@ import Testing
         q.popDue(now: 500) { id, _, _, _ in sent.append(id) }
         #expect(sent == [1, 3])
     }
+
+    /// The timer's slack: a tenth of the latency, capped at a millisecond; none without latency.
+    @Test func theTimerWaitsATenthOfTheLatencyAtMostAMillisecond() {
+        #expect(SimDelayQueue.slackNanos(latency: 0) == 0)
+        #expect(SimDelayQueue.slackNanos(latency: 0.005) == 500_000)
+        #expect(SimDelayQueue.slackNanos(latency: 0.04) == 1_000_000)
+        #expect(SimDelayQueue.slackNanos(latency: 2) == 1_000_000)
+    }
 }

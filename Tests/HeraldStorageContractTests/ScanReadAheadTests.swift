@@ -102,4 +102,29 @@ import Testing
         // Older than a second: the rest is read again after the last token served.
         #expect(ra.take(key, after: [4], now: 0, at: 11.5, limit: 2) == ([], [4]))
     }
+
+    /// A read sent ahead of time (`PostgresScanner`) is used only where it continues its
+    /// pass: from the pass's last read row, the range not read to the end, at most `maxAge`
+    /// old; its rows then keep the older time of the rows still unserved.
+    @Test func aReadSentAheadContinuesItsPassOnlyFromItsLastRowAndWhileFresh() {
+        var ra = ScanReadAhead(maxAge: 1)
+        #expect(ra.nextRead(key) == nil)
+        _ = ra.take(key, after: [], now: 0, at: 10, limit: 2)
+        ra.filled(key, rows(1...4), asked: 4, at: 10)
+        #expect(ra.nextRead(key) == [4])
+        #expect(ra.continues(key, after: [4], readAt: 10.2, at: 10.5))
+        #expect(!ra.continues(key, after: [3], readAt: 10.2, at: 10.5), "not where the pass's reading stopped")
+        #expect(!ra.continues(key, after: [4], readAt: 10.2, at: 11.3), "older than maxAge")
+        var other = key
+        other.channelNum = 2
+        #expect(!ra.continues(other, after: [4], readAt: 10.2, at: 10.5), "no such pass")
+        // Appended behind rows not yet served (a channel served round robin): those rows
+        // still count from 10, so the whole pass goes stale a second after 10.
+        ra.filled(key, rows(5...8), asked: 4, at: 10.2)
+        #expect(ra.take(key, after: [], now: 0, at: 10.9, limit: 5).rows.map(\.token) == [[1], [2], [3], [4], [5]])
+        #expect(ra.take(key, after: [5], now: 0, at: 11.05, limit: 2) == ([], [5]))
+        // A short read ends the range: nothing more to send ahead.
+        ra.filled(key, rows(6...6), asked: 4, at: 11.05)
+        #expect(ra.nextRead(key) == nil && !ra.continues(key, after: [6], readAt: 11.05, at: 11.1))
+    }
 }
