@@ -1,10 +1,11 @@
 import CNghttp2
 import Glibc
 
-/// nghttp2's memory for one client session, from free lists by size class (issue #12).
-/// A request costs nghttp2 eight allocations and nine frees (its stream, its queued
-/// HEADERS item, the copy of its fields, the answer's header buffers); glibc's
-/// `malloc`/`free` spent ~2,000 instructions per push on them, a free list a few dozen.
+/// nghttp2's memory for one session, client or server, from free lists by size class
+/// (issue #12). A request costs a client's nghttp2 eight allocations and nine frees (its
+/// stream, its queued HEADERS item, the copy of its fields, the answer's header buffers),
+/// and a server's about as many (the stream, the header block's literals, the answer);
+/// glibc's `malloc`/`free` spent ~2,000 instructions per push on them, a free list a few dozen.
 ///
 /// Confined to the session's thread, as the session is (nghttp2 calls it only from inside
 /// the session's own calls). Each block starts with a 16-byte header holding its class

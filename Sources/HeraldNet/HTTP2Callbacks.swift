@@ -42,6 +42,7 @@ enum HTTP2Callbacks {
         return withSession(ud) { c in
             let s = c.makeStream(id)
             c.adopt(s)
+            c.headerStream = Unmanaged.passUnretained(s)
             // Fails only for a stream nghttp2 does not know, which it just announced.
             guard nghttp2_session_set_stream_user_data(c.raw, id, s.opaque) == 0 else {
                 return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
@@ -59,10 +60,9 @@ enum HTTP2Callbacks {
         guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let name, let value else { return 0 }
         let id = frame.pointee.hd.stream_id
         let cached = withSession(ud) { c -> Unmanaged<HTTP2Session.Stream>? in
-            if c.headerStreamID == id, let u = c.headerStream { return u }
+            if let u = c.headerStream, u._withUnsafeGuaranteedRef({ $0.id == id }) { return u }
             guard let raw, let p = nghttp2_session_get_stream_user_data(raw, id) else { return nil }
             let u = Unmanaged<HTTP2Session.Stream>.fromOpaque(p)
-            c.headerStreamID = id
             c.headerStream = u
             return u
         }
@@ -84,11 +84,19 @@ enum HTTP2Callbacks {
         return 0
     }
 
-    /// Server: the field is copied into the request's one buffer (no String per field).
-    static let serverHeader: nghttp2_on_header_callback = { raw, frame, name, namelen, value, valuelen, _, _ in
+    /// Server: the field is copied into the request's one buffer (no String per field). The
+    /// stream is the one whose headers began (`headerStream`) when the ids agree, else
+    /// nghttp2's (trailers of another stream).
+    static let serverHeader: nghttp2_on_header_callback = { raw, frame, name, namelen, value, valuelen, _, ud in
         guard let frame, let name, let value else { return 0 }
-        withStream(raw, frame.pointee.hd.stream_id) { s in
-            s.request.add(name: UnsafeBufferPointer(start: name, count: namelen), value: UnsafeBufferPointer(start: value, count: valuelen))
+        let id = frame.pointee.hd.stream_id
+        let n = UnsafeBufferPointer(start: name, count: namelen)
+        let v = UnsafeBufferPointer(start: value, count: valuelen)
+        let cached = withSession(ud) { $0.headerStream }
+        if let cached, cached._withUnsafeGuaranteedRef({ $0.id == id }) {
+            cached._withUnsafeGuaranteedRef { $0.request.add(name: n, value: v) }
+        } else {
+            withStream(raw, id) { s in s.request.add(name: n, value: v) }
         }
         return 0
     }

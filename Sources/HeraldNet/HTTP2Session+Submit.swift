@@ -119,15 +119,17 @@ extension HTTP2Session {
         digits.2 = UInt8(48 + st % 10)
         let rc: Int32 = withUnsafeBytes(of: &digits) { d in
             headers.bytes.withUnsafeBufferPointer { h in
-                nvScratch.removeAll(keepingCapacity: true)
-                HTTP2Fields.append(&nvScratch, HTTP2Fields.status, d.bindMemory(to: UInt8.self), noIndex: false)
-                HTTP2Fields.append(&nvScratch, headers.entries, h)
-                return nvScratch.withUnsafeBufferPointer { nva in
-                    guard !body.isEmpty else { return nghttp2_submit_response(raw, streamID, nva.baseAddress, nva.count, nil) }
+                // Written straight into a stack buffer of the exact size, as a request's are.
+                withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: 1 + headers.entries.count) { buffer in
+                    var nv = HTTP2Fields.Writer(buffer.baseAddress!)
+                    nv.put(HTTP2Fields.status, d.bindMemory(to: UInt8.self), noIndex: false)
+                    nv.put(headers.entries, h)
+                    let nva = UnsafePointer(buffer.baseAddress!)
+                    guard !body.isEmpty else { return nghttp2_submit_response(raw, streamID, nva, nv.count, nil) }
                     var provider = nghttp2_data_provider()
                     provider.source.ptr = s.opaque
                     provider.read_callback = HTTP2Callbacks.readBody
-                    return nghttp2_submit_response(raw, streamID, nva.baseAddress, nva.count, &provider)
+                    return nghttp2_submit_response(raw, streamID, nva, nv.count, &provider)
                 }
             }
         }

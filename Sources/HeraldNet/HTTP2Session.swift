@@ -16,9 +16,10 @@ final class HTTP2Session {
     /// up to this size; a server still counts the full size.
     let maxBodyBytes: Int
     let raw: OpaquePointer
-    /// A client session's nghttp2 memory (free lists: a push allocates from them, not from
-    /// malloc); nil for a server, whose nghttp2 uses malloc. Freed after `raw`.
-    private let allocator: HTTP2Allocator?
+    /// The session's nghttp2 memory (free lists: a push or a request allocates from them,
+    /// not from malloc), client and server alike; nil with `HERALD_NGHTTP2_MALLOC` set.
+    /// Freed after `raw`.
+    let allocator: HTTP2Allocator?
     /// Open streams, keeping each `Stream` alive; nghttp2 holds an unretained pointer to it
     /// as the stream's user data, which is how the callbacks and `stream(_:)` find it. In
     /// no order: each stream knows its place (`slot`), so opening and retiring one is O(1)
@@ -29,12 +30,10 @@ final class HTTP2Session {
     /// Where the callbacks record events: during `receive`/`produce` this holds the
     /// caller's buffer (swapped in, so delivering costs no copy and no allocation).
     var sink: [HTTP2Event] = []
-    /// Name/value pairs of the request or response being submitted (reused: no array per
-    /// submit; nghttp2 copies the fields before `submit` returns).
-    var nvScratch: [nghttp2_nv] = []
-    /// Client: the stream the header callback read the last field for (unretained: the
-    /// stream is open, kept by `streams`; `retire` clears it).
-    var headerStreamID: HTTP2StreamID = 0
+    /// Server: the stream whose request header block nghttp2 is decoding (set when it
+    /// begins); client: the stream the header callback read the last field for. Either way
+    /// the header callback finds it without a lookup in nghttp2's stream map per field;
+    /// unretained, and cleared when that stream is retired.
     var headerStream: Unmanaged<Stream>?
 
     /// Per-stream state: the body we send and how much of it went (flow control may offer
@@ -113,7 +112,7 @@ final class HTTP2Session {
     /// do); with the spare list full it is freed here, so a caller that does not own a
     /// reference must not touch it after this.
     func retire(_ s: Stream) {
-        if headerStreamID == s.id { (headerStreamID, headerStream) = (0, nil) }
+        if headerStream?.toOpaque() == s.opaque { headerStream = nil }
         s.unanswered = false
         s.body = nil
         if spare.count < 1024 { spare.append(s) }
@@ -146,6 +145,13 @@ final class HTTP2Session {
         case .client:
             allocator = nil
             try Self.check(nghttp2_session_client_new(&s, cbs, nil), "nghttp2_session_client_new")
+        case .server where HTTP2Allocator.enabled:
+            // A request costs a server session about as many allocations as a push costs a
+            // client (its stream, the header block's literals, the answer's fields).
+            let a = HTTP2Allocator()
+            allocator = a
+            var mem = a.mem
+            try Self.check(nghttp2_session_server_new3(&s, cbs, nil, nil, &mem), "nghttp2_session_server_new3")
         case .server:
             allocator = nil
             try Self.check(nghttp2_session_server_new(&s, cbs, nil), "nghttp2_session_server_new")

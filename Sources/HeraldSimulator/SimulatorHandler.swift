@@ -32,7 +32,19 @@ final class SimConnectionState {
     /// An answer's fields, rebuilt in the same storage for every response.
     var response = HeaderList()
     /// A token push's 200: `apns-id` and `apns-unique-id`, their values rewritten per answer.
+    /// The connection's first such answer sends both fields with indexing (`okFirst`), so
+    /// their names enter the HPACK table once; every later answer keeps its values out of
+    /// the table but refers to the names by index: neither side Huffman-codes
+    /// "apns-id" / "apns-unique-id" again (two literals per answer before).
     var ok = HeaderList.idFields("apns-id", "apns-unique-id")
+    var okFirst: HeaderList? = SimConnectionState.indexedIDFields()
+
+    static func indexedIDFields() -> HeaderList {
+        var l = HeaderList()
+        l.append(uuid: HTTP2UUIDField(name: "apns-id", high: 0, low: 0), noIndex: false)
+        l.append(uuid: HTTP2UUIDField(name: "apns-unique-id", high: 0, low: 0), noIndex: false)
+        return l
+    }
     /// Answers held back by the latency fault, and whether a timer is set for the earliest.
     var delayed = SimDelayQueue()
     var delayTimerSet = false
@@ -134,12 +146,12 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         st.counts.answered(answer.status)
         if answer.status == 200 && token && answer.reason == nil && answer.headers.isEmpty && answer.body == nil {
             // The hot answer: the connection's prebuilt fields, the two ids rewritten in place.
-            if echoed, let id = echo {
-                st.ok.setValue(at: 0, bytes: id)
-            } else {
-                st.ok.setUUID(at: 0, high: st.random.next(), low: st.random.next())
+            if var first = st.okFirst.take() {
+                Self.writeIDs(&first, echoed ? echo : nil, st)
+                send(r.streamID, answer.status, first, [], st, c)
+                return finish(r, st, c)
             }
-            st.ok.setUUID(at: 1, high: st.random.next(), low: st.random.next())
+            Self.writeIDs(&st.ok, echoed ? echo : nil, st)
             send(r.streamID, answer.status, st.ok, [], st, c)
             return finish(r, st, c)
         }
@@ -167,6 +179,18 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         }
         send(r.streamID, answer.status, st.response, body, st, c)
         finish(r, st, c)
+    }
+
+    /// Writes a 200's `apns-id` (the request's own when it sent a valid one) and a fresh
+    /// `apns-unique-id` into `fields` (an `idFields` list).
+    @inline(__always)
+    private static func writeIDs(_ fields: inout HeaderList, _ echo: UnsafeBufferPointer<UInt8>?, _ st: SimConnectionState) {
+        if let id = echo {
+            fields.setValue(at: 0, bytes: id)
+        } else {
+            fields.setUUID(at: 0, high: st.random.next(), low: st.random.next())
+        }
+        fields.setUUID(at: 1, high: st.random.next(), low: st.random.next())
     }
 
     /// Sends an answer now, or holds it back under the latency fault.

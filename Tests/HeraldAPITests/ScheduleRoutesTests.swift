@@ -220,7 +220,9 @@ final class DutyFixture: Sendable {
         let dismissal = try #require(end["dismissal-date"]?.intValue)
         #expect(abs(dismissal - (at + 900)) <= 2, "dismissal-date now + 15 min")
         #expect(fx.sim.sim.pushes(to: token).last?.event == "end", "the token got the end too")
-        #expect(fx.simulatorChannels[apnsID] == nil, "the APNs channel was deleted")
+        // The channel is saved closed before its APNs channel is deleted (closeChannel): the
+        // deletion follows within the duty's turn, not necessarily before the GET above.
+        #expect(try Poll.until(timeout: 10) { fx.simulatorChannels[apnsID] == nil }, "the APNs channel was deleted")
         let listed = try #require(try fx.admin("GET", "/v1/channels/\(channel)/events?limit=1").json?["events"]?.arrayValue?.first)
         #expect(listed["event"] == "end" && listed["state"] == "done")
     }

@@ -1,0 +1,44 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+@testable import HeraldAPNS
+@testable import HeraldCore
+@testable import HeraldNet
+@testable import HeraldSender
+@testable import HeraldSimulator
+
+/// The simulator's 200s on one connection: the first sends `apns-id` and `apns-unique-id`
+/// with indexing (their names enter the HPACK table), every later one refers to the names
+/// by index with its values out of the table. Herald's client (nghttp2's decoder) must
+/// read both ids from every answer, each id fresh.
+@Suite struct SimulatorIDFieldsTests {
+    @Test func everyAnswerOfAConnectionCarriesItsOwnIDsWhetherFirstOrLater() throws {
+        let fx = try SimFixture()
+        let (pool, _) = try fx.pool(connections: 1)
+        defer { pool.shutdown() }
+        let sink = ResultCollector()
+        let template = APNSTemplate(
+            headers: HeaderList(APNSRequests.tokenPushFields(bundleID: "com.example.app", priority: 5, expiration: nil)),
+            body: HTTP2Body(updatePayload(1)), sink: sink, keepResponseHeaders: true, generatesAPNSID: false)
+        let tokens = makeTokens(40, seed: 62)
+        // Two rounds on the same connection: answers encoded before and after the first one.
+        pool.submit([APNSRequest(path: APNSRequests.tokenPath(tokens[0]), template: template, index: 0)])
+        #expect(sink.wait(for: 1))
+        pool.submit(tokens.enumerated().dropFirst().map { APNSRequest(path: APNSRequests.tokenPath($1), template: template, index: $0) })
+        #expect(sink.wait(for: 40))
+        var ids = Set<String>()
+        for (_, r) in sink.outcomes() {
+            guard case .outcome(.delivered(let id?, let unique?), _) = r else {
+                Issue.record("not delivered with both ids: \(r)")
+                continue
+            }
+            #expect(Identifiers.isLowercaseUUID(id), "\(id)")
+            #expect(Identifiers.isLowercaseUUID(unique), "\(unique)")
+            ids.insert(id)
+            ids.insert(unique)
+        }
+        #expect(ids.count == 80, "a fresh apns-id and apns-unique-id per answer")
+        #expect(fx.sim.stats().accepted == 40)
+    }
+}
