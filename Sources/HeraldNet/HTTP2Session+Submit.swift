@@ -263,10 +263,11 @@ enum HTTP2Fields {
 }
 
 extension HTTP2Session.Stream {
-    /// `reset(id: 0)` without the server request's part (a client's streams leave it empty).
+    /// Back to a fresh state for stream `id`, but for the server request's part (a client's
+    /// streams leave it empty): `reset(id:)` is this plus that part.
     @inline(__always)
-    func resetForRequest() {
-        id = 0
+    func resetForRequest(id: HTTP2StreamID = 0) {
+        self.id = id
         tag = 0
         started = 0
         body = nil

@@ -69,17 +69,7 @@ final class HTTP2Session {
 
         /// Back to a fresh state for stream `id` (a reused object).
         func reset(id: HTTP2StreamID) {
-            self.id = id
-            tag = 0
-            started = 0
-            body = nil
-            if !bodyBytes.isEmpty { bodyBytes = [] }
-            offset = 0
-            status = 0
-            if !headers.isEmpty { headers = [] }
-            if !responseBody.isEmpty { responseBody = [] }
-            keepHeaders = true
-            unanswered = false
+            resetForRequest(id: id)
             request.reset(streamID: id)
         }
 
