@@ -39,11 +39,13 @@ RSS_START=$(awk '/VmRSS/ { printf "%.1f\n", $2/1024 }' "/proc/$API_PID/status")
 BODY='{"aps":{"event":"update","content-state":{"home":1,"away":0,"minute":63,"status":"live"}},"priority":5}'
 SIM_PID=${PIDS[0]}
 CPU_HERALD0=$(cpu_seconds "$API_PID"); CPU_SIM0=$(cpu_seconds "$SIM_PID")
+PROC_HERALD0=$(proc_counters "$API_PID"); PROC_SIM0=$(proc_counters "$SIM_PID")
 START=$(now)
 EVENT=$(api POST /v1/channels/bench/events "$BODY" | python3 -c 'import json,sys; print(json.load(sys.stdin)["event_id"])')
 END=$(wait_accepted "$N")
 CPU_HERALD=$(cpu_us_per "$CPU_HERALD0" "$(cpu_seconds "$API_PID")" "$N")
 CPU_SIM=$(cpu_us_per "$CPU_SIM0" "$(cpu_seconds "$SIM_PID")" "$N")
+PROC_HERALD1=$(proc_counters "$API_PID"); PROC_SIM1=$(proc_counters "$SIM_PID")
 SECONDS_FANOUT=$(python3 -c "print(f'{$END-$START:.3f}')")
 FANOUT_RATE=$(python3 -c "print(f'{$N/($END-$START):.0f}')")
 until api GET "/v1/channels/bench/events/$EVENT" | grep -q '"state":"done"'; do sleep 0.05; done
@@ -67,6 +69,8 @@ echo "h2load_cpu_us_per_request=$H2_CPU_US"
 echo "simulator_cpu_us_per_request=$CPU_SIM"
 echo "simulator_cpu_us_per_request_h2load=$CPU_SIM_H2"
 echo "herald_vs_h2load_cpu_ratio=$(ratio "$CPU_HERALD" "$H2_CPU_US")"
+proc_report herald "$PROC_HERALD0" "$PROC_HERALD1" "$N"
+proc_report simulator "$PROC_SIM0" "$PROC_SIM1" "$N"
 echo "herald_fanout_seconds=$SECONDS_FANOUT"
 echo "herald_fanout_rate=$FANOUT_RATE"
 echo "h2load_rate=$H2"

@@ -163,6 +163,32 @@ now() { python3 -c 'import time; print(time.time())'; }
 # the simulator's threads (event loops, writer, scheduler, HTTP pool) live as long as they do.
 cpu_seconds() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ ns += $1 } END { printf "%.4f\n", ns / 1e9 }'; }
 
+# What a process's CPU went to, beside its total: "USER_TICKS SYS_TICKS MINOR_FAULTS
+# VOLUNTARY_SWITCHES INVOLUNTARY_SWITCHES" (ticks of 10 ms from /proc/PID/stat, which counts
+# exited threads too; context switches summed over the live threads' status).
+proc_counters() {
+  local stat; stat=$(sed 's/.*) //' "/proc/$1/stat")
+  set -- "$1" $stat
+  local minflt=${9} utime=${13} stime=${14}
+  local pid=$1
+  cat /proc/"$pid"/task/*/status 2>/dev/null | awk -v u="$utime" -v s="$stime" -v f="$minflt" \
+    '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 } END { print u, s, f, v, n }'
+}
+
+# Prints PREFIX_sys_share=, PREFIX_minor_faults_per_push=, PREFIX_context_switches_per_push=
+# (voluntary + involuntary) between two proc_counters readings, over N requests.
+proc_report() { # PREFIX "BEFORE" "AFTER" N
+  python3 - "$@" <<'PY'
+import sys
+prefix, before, after, n = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), int(sys.argv[4])
+d = [int(a) - int(b) for a, b in zip(after, before)]
+ticks = d[0] + d[1]
+print(f"{prefix}_sys_share={d[1] / ticks:.3f}" if ticks else f"{prefix}_sys_share=0")
+print(f"{prefix}_minor_faults_per_push={d[2] / n:.4f}")
+print(f"{prefix}_context_switches_per_push={(d[3] + d[4]) / n:.4f} (voluntary {d[3]}, involuntary {d[4]})")
+PY
+}
+
 # Waits until the simulator has accepted N requests; prints the time it saw them (polling
 # every 2 ms from one process, so the wait adds no more than that).
 wait_accepted() { # N
