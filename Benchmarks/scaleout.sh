@@ -16,6 +16,20 @@
 #   PERF=dir Benchmarks/scaleout.sh    also samples the whole machine's CPU (perf record -a,
 #                                      cpu-clock, call graphs) during each part-1 fan-out:
 #                                      dir/scaleout.W.data for W workers (`perf report -i`)
+#   PART=2 Benchmarks/scaleout.sh      part 2 only (PART=1: part 1 only; default both)
+#   BACKENDS="postgresql" ...          part 2's backends, in order (default "postgresql sqlite")
+#   HERALD_SERVE_BEFORE=/path/herald   part 2 also runs PostgreSQL with that build first
+#                                      (backend=postgresql-before, a database it migrates):
+#                                      before/after in the same run
+#   PG_PERF=dir ...                    samples PostgreSQL's processes (perf record -p, cpu-clock,
+#                                      call graphs) during part 2's PostgreSQL fan-outs:
+#                                      dir/part2.BACKEND.data
+#   PG_STATS=1 ...                     loads pg_stat_statements and prints, per push, each
+#                                      statement's calls, rows, shared buffers and time during
+#                                      part 2's PostgreSQL fan-outs
+#   VACUUM=1 ...                       VACUUM ANALYZE subscriptions after part 2's PostgreSQL
+#                                      import, before the fan-out (NOT what Herald does: the
+#                                      default run fans out with an empty visibility map)
 source "$(dirname "$0")/lib.sh"
 N=${1:-300000}; M=${2:-1000000}
 bench_setup
@@ -23,6 +37,7 @@ machine
 echo "load: $(uptime)"
 PG="$WORK/pg"
 chmod 0755 "$WORK" # as root the cluster runs as postgres, which must reach its directory
+[ -z "${PG_STATS:-}" ] || export PG_CLUSTER_OPTS="${PG_CLUSTER_OPTS:-} -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
 "$ROOT/scripts/pg-cluster" start "$PG" $$ >/dev/null
 trap 'for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; "$ROOT/scripts/pg-cluster" stop "$PG"; rm -rf "$WORK"' EXIT
 ADMIN="hk_admin_$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -30,12 +45,13 @@ BODY='{"aps":{"event":"update","content-state":{"home":1,"away":0,"minute":63,"s
 
 # Starts worker number $2 on database URL $1 with more serve flags; sets W_API[$2], W_PID[$2].
 W_API=(); W_PID=()
+SERVE=$HERALD # the build start_worker runs
 start_worker() { # URL INDEX FLAGS...
   local url=$1 i=$2 port; shift 2
   port=$(free_port)
   HERALD_APNS_HOST="127.0.0.1:$SIM_PORT" HERALD_APNS_CA_FILE="$SIM_DIR/sim-cert.pem" HERALD_APNS_KEY_FILE="$SIM_KEY" \
   HERALD_APNS_KEY_ID="$SIM_KEY_ID" HERALD_APNS_TEAM_ID="$SIM_TEAM_ID" HERALD_ADMIN_TOKEN="$ADMIN" \
-    "$HERALD" serve --listen "127.0.0.1:$port" --db "$url" --log-level warning "$@" > "$WORK/worker$i.log" 2>&1 &
+    "$SERVE" serve --listen "127.0.0.1:$port" --db "$url" --log-level warning "$@" > "$WORK/worker$i.log" 2>&1 &
   W_PID[$i]=$!
   PIDS+=($!)
   W_API[$i]="http://127.0.0.1:$port"
@@ -45,10 +61,10 @@ start_worker() { # URL INDEX FLAGS...
 stop_workers() { for p in "${W_PID[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; W_API=(); W_PID=(); }
 call() { curl -sf -X "$1" -H "Authorization: Bearer $ADMIN" -H "Content-Type: application/json" ${4:+--data-binary "$4"} "$2$3"; }
 pushes_of() { curl -sf "$1/metrics" | awk '/^herald_fanout_pushes_total\{/ { n += $2 } END { printf "%d\n", n }'; }
-new_database() { # NAME → URL
+new_database() { # NAME [HERALD] → URL
   "$ROOT/scripts/pg-cluster" createdb "$PG" "$1"
   local url="postgresql://herald@/$1?host=$PG"
-  "$HERALD" migrate --db "$url" >/dev/null
+  "${2:-$HERALD}" migrate --db "$url" >/dev/null
   echo "$url"
 }
 # CPU seconds so far of the PIDs given (their live threads), summed.
@@ -66,6 +82,7 @@ fanout_seconds() { # API N
   python3 -c "print(f'{$end-$start:.3f}')"
 }
 
+if [ "${PART:-1}" = 1 ] || [ -z "${PART:-}" ]; then
 echo "== part 1: scale-out, $N tokens, 1 APNs connection per worker, latency 40 ms"
 start_sim --no-ledger --max-streams 1000 --streams-before-auth 1000 --threads 2 --faults latency-ms=40
 make_tokens "$N" "$WORK/tokens.txt"
@@ -107,26 +124,59 @@ done
 echo "h2load_3_vs_1=$(ratio "${H2[3]}" "${H2[1]}")"
 echo "herald_3_workers_vs_h2load_3_connections=$(ratio "${RATE[3]}" "${H2[3]}")"
 kill "${PIDS[0]}" 2>/dev/null || true; wait "${PIDS[0]}" 2>/dev/null || true; PIDS=("${PIDS[@]:1}")
+fi
+[ "${PART:-2}" = 2 ] || { echo "load_after: $(uptime)"; exit 0; }
 
 echo "== part 2: one worker, CPU-bound (no added latency, 2 connections), $M tokens"
 start_sim --no-ledger --max-streams 1000 --streams-before-auth 1000 --threads 2
 make_tokens "$M" "$WORK/tokens-m.txt"
 declare -A CPU_RATE
-for backend in postgresql sqlite; do
-  if [ "$backend" = postgresql ]; then url=$(new_database cpu_bound); else url="$WORK/herald.db"; fi
+BACKENDS=${BACKENDS:-postgresql sqlite}
+[ -z "${HERALD_SERVE_BEFORE:-}" ] || BACKENDS="postgresql-before $BACKENDS"
+# PostgreSQL's statements during the fan-out, per push (pg_stat_statements, reset before it).
+pg_stats() { # DB N
+  "$PSQL" -h "$PG" -U herald -d "$1" -qAt -F ' ' -c "
+    SELECT to_char(calls::float8 / $2, 'FM0.00000') AS calls_per_push, to_char(rows::float8 / $2, 'FM0.000') AS rows_per_push,
+      to_char((shared_blks_hit + shared_blks_read)::float8 / $2, 'FM0.000') AS buffers_per_push,
+      to_char(total_exec_time * 1000 / $2, 'FM0.000') AS exec_us_per_push, left(regexp_replace(query, '\\s+', ' ', 'g'), 90)
+    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$1') ORDER BY total_exec_time DESC LIMIT 12" |
+    sed 's/^/  pg_stat: /'
+}
+PSQL="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/psql"
+for backend in $BACKENDS; do
+  SERVE=$HERALD
+  [ "$backend" != postgresql-before ] || SERVE=$HERALD_SERVE_BEFORE
+  db="cpu_bound_${backend//-/_}"
+  if [ "$backend" != sqlite ]; then url=$(new_database "$db" "$SERVE"); else url="$WORK/herald.db"; fi
   start_worker "$url" 1 --apns-connections 2
   call POST "${W_API[1]}" /v1/channels '{"id":"bench","bundle_id":"com.example.app","environment":"sandbox"}' >/dev/null
   t0=$(now)
   HERALD_ADMIN_TOKEN="$ADMIN" "$HERALD" subs import bench "$WORK/tokens-m.txt" --server "${W_API[1]}" --batch-size 50000 > "$WORK/import.txt" 2>&1
   t1=$(now)
+  if [ "$backend" != sqlite ] && [ -n "${VACUUM:-}" ]; then "$PSQL" -h "$PG" -U herald -d "$db" -qc "VACUUM ANALYZE subscriptions"; echo "  (VACUUM ANALYZE subscriptions after the import)"; fi
+  if [ "$backend" != sqlite ] && [ -n "${PG_STATS:-}" ]; then
+    "$PSQL" -h "$PG" -U herald -d "$db" -qAtc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
+  fi
+  sleep 0.5 # the backends of the commands above have exited (pg_pids must not list them)
   echo 5 > "/proc/${W_PID[1]}/clear_refs" 2>/dev/null || true
   rss0=$(awk '/VmRSS/ { printf "%.1f\n", $2/1024 }' "/proc/${W_PID[1]}/status")
+  pgp=$(pg_pids); w0=$(cpu_of "${W_PID[1]}"); p0=$(cpu_of $pgp); s0=$(cpu_of "${PIDS[0]}")
+  if [ "$backend" != sqlite ] && [ -n "${PG_PERF:-}" ]; then
+    mkdir -p "$PG_PERF"; perf record -e cpu-clock -F 999 -g -p "$(echo $pgp | tr ' ' ',')" -o "$PG_PERF/part2.$backend.data" > "$PG_PERF/part2.$backend.log" 2>&1 & PERF_PID=$!
+  fi
   s=$(fanout_seconds "${W_API[1]}" "$M")
+  if [ "$backend" != sqlite ] && [ -n "${PG_PERF:-}" ]; then kill -INT "$PERF_PID" 2>/dev/null || cat "$PG_PERF/part2.$backend.log" >&2; wait "$PERF_PID" 2>/dev/null || true; fi
+  # A backend started during the fan-out (a connection opened then) counts from its start.
+  w1=$(cpu_of "${W_PID[1]}"); p1=$(cpu_of $(pg_pids)); s1=$(cpu_of "${PIDS[0]}")
   CPU_RATE[$backend]=$(python3 -c "print(f'{$M/$s:.0f}')")
   echo "backend=$backend import_tokens_per_second=$(python3 -c "print(f'{$M/($t1-$t0):.0f}')") fanout_seconds=$s" \
     "fanout_per_second=${CPU_RATE[$backend]} rss_at_start_mib=$rss0 peak_rss_mib=$(peak_rss_mib "${W_PID[1]}")" \
     "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "  cpu_us_per_push: worker=$(cpu_us_per "$w0" "$w1" "$M") postgresql=$(cpu_us_per "$p0" "$p1" "$M")" \
+    "simulator=$(cpu_us_per "$s0" "$s1" "$M")"
+  if [ "$backend" != sqlite ] && [ -n "${PG_STATS:-}" ]; then pg_stats "$db" "$M"; fi
   stop_workers
 done
-echo "postgresql_vs_sqlite_fanout=$(ratio "${CPU_RATE[postgresql]}" "${CPU_RATE[sqlite]}")"
+[ -z "${CPU_RATE[postgresql]:-}" ] || [ -z "${CPU_RATE[sqlite]:-}" ] || echo "postgresql_vs_sqlite_fanout=$(ratio "${CPU_RATE[postgresql]}" "${CPU_RATE[sqlite]}")"
+[ -z "${CPU_RATE[postgresql-before]:-}" ] || [ -z "${CPU_RATE[sqlite]:-}" ] || echo "postgresql_before_vs_sqlite_fanout=$(ratio "${CPU_RATE[postgresql-before]}" "${CPU_RATE[sqlite]}")"
 echo "load_after: $(uptime)"

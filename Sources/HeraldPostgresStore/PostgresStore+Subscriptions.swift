@@ -84,8 +84,15 @@ extension PostgresStore {
 
     /// Bulk registration in one transaction, in chunks (`ingest`: new tokens by binary
     /// COPY, registered ones by an upsert that refreshes their registration), then the
-    /// removals.
+    /// removals; a batch that created `vacuumAfterCreated` rows or more then vacuums
+    /// `subscriptions` (`vacuumSubscriptions()`) before it returns.
     public func batch(channelID: String, subscribe: [SubscriptionInput], unsubscribe: [[UInt8]]) throws -> BatchResult {
+        let result = try writeBatch(channelID: channelID, subscribe: subscribe, unsubscribe: unsubscribe)
+        if result.subscribed >= Self.vacuumAfterCreated { vacuumSubscriptions() }
+        return result
+    }
+
+    private func writeBatch(channelID: String, subscribe: [SubscriptionInput], unsubscribe: [[UInt8]]) throws -> BatchResult {
         let nowMs = clock.nowMillis()
         let activityExp = nowMs / 1000 + Store.activityLifetime
         // One row per (kind, token), the last entry winning (as SQLite's stable sort makes
@@ -130,6 +137,10 @@ extension PostgresStore {
                     joined.removeAll { removed.contains($0) }
                 }
             }
+            // The VACUUM that follows marks a page all-visible only once the commit of its
+            // rows is flushed (until then it cannot set their hint bits): this commit waits
+            // for its flush even where synchronous_commit is off.
+            if created >= Self.vacuumAfterCreated { try c.execute("SET LOCAL synchronous_commit = on") }
             joined.sort { $0.lexicographicallyPrecedes($1) }
             return BatchResult.stored(
                 subscribed: created, updated: rows.count - created + repeats, unsubscribed: unsubscribed, joined: joined,

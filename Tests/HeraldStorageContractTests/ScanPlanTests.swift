@@ -65,4 +65,44 @@ import Testing
         #expect(read <= limit + held, "\(read) rows read for \(limit)")
         #expect(scans.allSatisfy { (($0["Rows Removed by Filter"] as? Int) ?? 0) == 0 })
     }
+    /// After a batch of `vacuumAfterCreated` new tokens or more the scan reads no table page
+    /// (the batch vacuumed `subscriptions`: an index-only scan with no heap fetch); a smaller
+    /// batch leaves its rows' pages to autovacuum, so the scan reads a table page per row of
+    /// theirs.
+    @Test func aBulkBatchLeavesTheScanIndexOnly() throws {
+        let f = try Fixture(.postgres)
+        let ch = try f.channel()
+        let bulk = PostgresStore.vacuumAfterCreated
+        let tokens = (0..<(bulk + 100)).map { i in
+            withUnsafeBytes(of: (UInt64(i) &* 0x9E37_79B9_7F4A_7C15).bigEndian) { Array($0) } + [UInt8](repeating: 2, count: 24)
+        }
+        let c = try PostgresConnection(PostgresOptions(connection: try PostgresConnectionString(try #require(f.url))))
+        defer { c.close() }
+        try c.execute(PostgresScanner.sessionSettings)
+        try c.execute(
+            "PREPARE scan(int8, int8, bytea, int8, int8) AS " + PostgresScanner.statement(shards: .all, bounded: false))
+        func heapFetches() throws -> (rows: Int, fetches: Int) {
+            let json = try #require(
+                try c.queryValue(
+                    """
+                    EXPLAIN (ANALYZE, FORMAT JSON)
+                    EXECUTE scan(\(ch.num), \(SubscriptionKind.activity.storedCode), '\\x', \(f.clock.nowSeconds()), 1000000)
+                    """
+                )?.textValue)
+            let doc = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
+            let plan = try #require(doc.first?["Plan"] as? [String: Any])
+            let scans = Self.nodes(plan).filter { $0["Node Type"] as? String == "Index Only Scan" }
+            #expect(scans.count == Shards.count)
+            return (plan["Actual Rows"] as? Int ?? -1, scans.reduce(0) { $0 + (($1["Heap Fetches"] as? Int) ?? 0) })
+        }
+        let r = try f.storage.batch(channelID: "m", subscribe: tokens[..<bulk].map { SubscriptionInput(token: $0) }, unsubscribe: [])
+        #expect(r.subscribed == bulk)
+        let first = try heapFetches()
+        #expect(first.rows == bulk)
+        #expect(first.fetches == 0, "read \(first.fetches) table pages")
+        _ = try f.storage.batch(channelID: "m", subscribe: tokens[bulk...].map { SubscriptionInput(token: $0) }, unsubscribe: [])
+        let after = try heapFetches()
+        #expect(after.rows == bulk + 100)
+        #expect(after.fetches >= 100, "the small batch's rows are on pages not vacuumed yet")
+    }
 }
