@@ -72,12 +72,12 @@ TOTAL=$(cat "$WORK"/serve.cg.* | awk '/^totals:/ { s += $2 } END { printf "%.0f\
 # The sweep (every 60 s: counting the registry's subscriptions, sweeping old events) falls
 # inside the window or not, depending on when it began: its instructions are shown apart.
 SWEEP=$(for f in "$WORK"/serve.cg.*; do callgrind_annotate --inclusive=yes --threshold=100 "$f" 2>/dev/null; done |
-  awk '/EngineC5sweep[^ ]*fU_/ { gsub(",", "", $1); if ($1 > m) m = $1 } END { print m + 0 }')
+  awk '/EngineC5sweep[^ ]*fU_/ { gsub(",", "", $1); v = $1 + 0; if (v > m) m = v } END { print m + 0 }')
 echo "herald_instructions_per_push=$((TOTAL / N))"
 echo "herald_instructions_per_push_sweep=$((SWEEP / N))"
 echo "herald_instructions_per_push_without_sweep=$(((TOTAL - SWEEP) / N))"
 # The engine thread's own part (scan, scheduler, requests, answers taken from the inbox).
 ENGINE=$(for f in "$WORK"/serve.cg.*; do callgrind_annotate --inclusive=yes --threshold=100 "$f" 2>/dev/null; done |
-  awk '/HeraldFanout0B6EngineC3run/ { gsub(",", "", $1); if ($1 > m) m = $1 } END { print m + 0 }')
+  awk '/HeraldFanout0B6EngineC3run/ { gsub(",", "", $1); v = $1 + 0; if (v > m) m = v } END { print m + 0 }')
 echo "herald_instructions_per_push_engine_thread=$((ENGINE / N))"
 echo "load_after: $(uptime)"

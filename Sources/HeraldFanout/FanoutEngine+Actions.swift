@@ -363,7 +363,7 @@ final class RunSink: APNSResultSink {
     }
 
     func apnsCompleted(_ r: APNSRequest, result: APNSResult) {
-        engine?.post(answer: PostedAnswer(run: run, batch: r.index / batchSize, slot: r.index % batchSize, result: result, request: r))
+        engine?.post(answer: result, of: r, run: run, batchSize: batchSize)
     }
 
     /// A loop turn's answers of this run: one lock for all of them.

@@ -32,8 +32,8 @@ public final class FanoutEngine: @unchecked Sendable {
     let cond = NSCondition()
     /// Messages, each with the number of `answerInbox` entries posted before it (their order).
     var inbox: [(message: Message, answersBefore: Int)] = []
-    /// Token answers (`RunSink`): one small value per answer, beside the messages.
-    var answerInbox: [PostedAnswer] = []
+    /// Token answers (`RunSink`), beside the messages.
+    var answerInbox = AnswerQueue()
     var stopping = false
     var schedulerIdle = false
     /// How long the thread sleeps with nothing in flight, and how often it polls for
@@ -51,14 +51,10 @@ public final class FanoutEngine: @unchecked Sendable {
     var scheduler: FanoutScheduler
     /// The messages of this turn (swapped with `inbox`).
     var taken: [(message: Message, answersBefore: Int)] = []
-    var takenAnswers: [PostedAnswer] = []
+    var takenAnswers = AnswerQueue()
     var scanner: SubscriptionScan?
     /// Token templates of started runs, by run.
     var templates: [RunID: APNSTemplate] = [:]
-    /// Token answers of `answersRun` taken from the inbox in a row, not yet handed to the
-    /// scheduler (`handAnswers`).
-    var answers: [TokenAnswer] = []
-    var answersRun: RunID?
     /// Requests of a batch the sender had no room for (offered again as they are).
     var unsubmitted: [RunID: (batch: Int, requests: [APNSRequest])] = [:]
     /// Broadcast requests the sender had no room for.
@@ -229,10 +225,14 @@ public final class FanoutEngine: @unchecked Sendable {
         cond.lock()
         let before = answerInbox.count
         let wasEmpty = inbox.isEmpty && before == 0
-        for c in batch {
-            let r = c.request
-            answerInbox.append(PostedAnswer(run: run, batch: r.index / batchSize, slot: r.index % batchSize, result: c.result, request: r))
+        // Through the buffer: each completion is read in place, not copied out of the batch.
+        batch.withUnsafeBufferPointer { p in
+            for i in p.indices {
+                let r = p[i].request
+                answerInbox.append(AnswerQueue.answer(p[i].result, of: r, batchSize: batchSize), request: r)
+            }
         }
+        answerInbox.closeSpan(run)
         let depth = inbox.count + answerInbox.count
         // As one post per answer would: a wake-up when the queue reaches 512, or at the first
         // message to an idle scheduler.
@@ -242,9 +242,12 @@ public final class FanoutEngine: @unchecked Sendable {
         cond.unlock()
     }
 
-    func post(answer a: consuming PostedAnswer) {
+    /// One token request's answer (its run's sink, on the sender's loop); never waits.
+    func post(answer result: consuming APNSResult, of request: APNSRequest, run: RunID, batchSize: Int) {
+        let answer = AnswerQueue.answer(result, of: request, batchSize: batchSize)
         cond.lock()
-        answerInbox.append(a)
+        answerInbox.append(answer, request: request)
+        answerInbox.closeSpan(run)
         let depth = inbox.count + answerInbox.count
         if answerInbox.count == 512 || (schedulerIdle && depth == 1) {
             if depth >= Self.inboxLimit { cond.broadcast() } else { cond.signal() }
@@ -257,7 +260,7 @@ public final class FanoutEngine: @unchecked Sendable {
     /// copied: a fresh buffer per turn (hundreds of kilobytes during a big fan-out) cost an
     /// allocation and its page faults every few milliseconds.
     func take(
-        timeout: Double, into taken: inout [(message: Message, answersBefore: Int)], answers: inout [PostedAnswer]
+        timeout: Double, into taken: inout [(message: Message, answersBefore: Int)], answers: inout AnswerQueue
     ) -> Bool {
         cond.lock()
         defer { cond.unlock() }
@@ -292,21 +295,20 @@ public final class FanoutEngine: @unchecked Sendable {
     /// with it, one turn at a time.
     func turn(wait: Double) -> Bool? {
         guard take(timeout: wait, into: &taken, answers: &takenAnswers) else { return nil }
-        // Moved out one by one (reversed, then popped): iterating the arrays copied every
-        // entry and emptying them destroyed the originals, a retain and a release of each
-        // answer's result and request.
+        stockAnsweredRequests()
+        // Moved out one by one (reversed, then popped): iterating the array copied every
+        // message and emptying it destroyed the originals.
         taken.reverse()
-        takenAnswers.reverse()
         // A run's token answers in a row go to the scheduler together, in the order they
         // came: every message hands over the answers posted before it first.
         var used = 0
+        var span = 0
         while let (m, before) = taken.popLast() {
-            groupAnswers(upTo: before, &used)
-            handAnswers()
+            handAnswers(upTo: before, &used, &span)
             handle(m)
         }
-        groupAnswers(upTo: .max, &used)
-        handAnswers()
+        handAnswers(upTo: .max, &used, &span)
+        takenAnswers.removeAll()
         execute(scheduler.tick())
         let busy = scheduler.takeProgress()
         execute(scheduler.housekeeping())

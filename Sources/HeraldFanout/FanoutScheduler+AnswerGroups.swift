@@ -43,13 +43,15 @@ extension FanoutScheduler {
     /// called once per answer. The run is looked up once for the group and changed in place.
     public mutating func tokensAnswered(_ id: RunID, _ answers: ArraySlice<TokenAnswer>) -> (taken: Int, actions: [FanoutAction]) {
         var actions: [FanoutAction] = []
-        let taken = tokensAnswered(id, answers, &actions)
+        let taken = answers.withUnsafeBufferPointer { tokensAnswered(id, $0, &actions) }
         return (taken, actions)
     }
 
     /// As above, into `actions`; returns how many of `answers` were taken (all of them once
     /// the run is gone: their answers count nowhere, as a single answer's would not).
-    mutating func tokensAnswered<C: Collection<TokenAnswer>>(_ id: RunID, _ answers: C, _ actions: inout [FanoutAction]) -> Int {
+    /// Through a buffer: its elements are read in place, where a collection's subscript
+    /// copied each answer (its result's references retained and released).
+    mutating func tokensAnswered(_ id: RunID, _ answers: UnsafeBufferPointer<TokenAnswer>, _ actions: inout [FanoutAction]) -> Int {
         var tally = PushTally()
         defer { tally.add(to: metrics) }
         // `runs.values[i]` changes the run where it is stored: `runs[id]?.apply(…)` went
@@ -58,10 +60,11 @@ extension FanoutScheduler {
         // `Benchmarks/faninstr.sh`: ~2,400 instructions per push).
         guard var i = runs.index(forKey: id) else { return answers.count }
         var taken = 0
-        for a in answers {
+        for k in answers.indices {
             taken += 1
             let applied = runs.values[i].apply(
-                a.result, batch: a.batch, slot: a.slot, attempts: a.attempts, sentAtMillis: a.sentAtMillis, &tally)
+                answers[k].result, batch: answers[k].batch, slot: answers[k].slot, attempts: answers[k].attempts,
+                sentAtMillis: answers[k].sentAtMillis, &tally)
             guard let (stopReason, prune, orphaned) = applied, stopReason != nil || prune || orphaned else { continue }
             if let stopReason { stop(id, reason: stopReason, &actions) }
             if prune && !orphaned { flushPrunes(id, final: false, &actions) }

@@ -22,7 +22,7 @@ extension FanoutScheduler {
         _ actions: inout [FanoutAction]
     ) {
         let answer = TokenAnswer(batch: batch, slot: slot, result: result, attempts: attempts, sentAtMillis: sentAtMillis)
-        _ = tokensAnswered(id, CollectionOfOne(answer), &actions)
+        _ = withUnsafePointer(to: answer) { tokensAnswered(id, UnsafeBufferPointer(start: $0, count: 1), &actions) }
     }
 
 }

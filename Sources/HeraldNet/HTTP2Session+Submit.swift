@@ -5,11 +5,12 @@ import CNghttp2
 extension HTTP2Session {
     /// Queues a request. `authority` is the connection's `:authority`; `extra` and
     /// `idField` are per-request fields (a JWT, a fresh `apns-id` written into a reused
-    /// buffer, valid for the call). Returns the new stream id; throws when nghttp2 refuses
+    /// buffer, valid for the call; `noIndex` false only where its name should enter the
+    /// HPACK table, see `HTTP2ClientConnection.uuidFieldsSent`). Returns the new stream id; throws when nghttp2 refuses
     /// (e.g. `streamIDNotAvailable`, or after GOAWAY).
     func submitRequest(
         _ request: HTTP2Request, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
-        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, tag: Int = 0, started: UInt64 = 0
+        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>, noIndex: Bool)?, tag: Int = 0, started: UInt64 = 0
     ) throws(HTTP2Error) -> HTTP2StreamID {
         try submitRequest(
             method: request.method, path: Array(request.path.utf8), headers: request.headers, requestHeaders: request.requestHeaders,
@@ -23,7 +24,7 @@ extension HTTP2Session {
     func submitRequest(
         method: String, path: [UInt8], headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
         keepResponseHeaders: Bool, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
-        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, tag: Int, started: UInt64
+        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>, noIndex: Bool)?, tag: Int, started: UInt64
     ) throws(HTTP2Error) -> HTTP2StreamID {
         let s = makeRequestStream()
         s.body = body
@@ -45,15 +46,19 @@ extension HTTP2Session {
                                 + (idField == nil ? 0 : 1)
                             return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count) { buffer in
                                 var nv = HTTP2Fields.Writer(buffer.baseAddress!)
-                                nv.put(HTTP2Fields.method, methodBytes, noIndex: false)
-                                nv.put(HTTP2Fields.scheme, HTTP2Fields.https, noIndex: false)
-                                nv.put(HTTP2Fields.authority, authority, noIndex: false)
+                                // Static names (the pseudo-fields', the id field's) are not copied:
+                                // nghttp2 copied and lower-cased every name per request (~70
+                                // instructions each). The lists' names are copied: a list may be gone
+                                // before nghttp2 sends the frame.
+                                nv.put(HTTP2Fields.method, methodBytes, noIndex: false, staticName: true)
+                                nv.put(HTTP2Fields.scheme, HTTP2Fields.https, noIndex: false, staticName: true)
+                                nv.put(HTTP2Fields.authority, authority, noIndex: false, staticName: true)
                                 // A path carries a device token: out of the HPACK table (reference §1.4).
-                                nv.put(HTTP2Fields.path, pathBytes, noIndex: true)
+                                nv.put(HTTP2Fields.path, pathBytes, noIndex: true, staticName: true)
                                 nv.put(headers.entries, h)
                                 nv.put(requestHeaders.entries, r)
                                 if let extra { nv.put(extra.entries, e) }
-                                if let idField { nv.put(idField.name, idField.value, noIndex: true) }
+                                if let idField { nv.put(idField.name, idField.value, noIndex: idField.noIndex, staticName: true) }
                                 let nva = UnsafePointer(buffer.baseAddress!)
                                 guard body != nil else {
                                     return nghttp2_submit_request(raw, nil, nva, nv.count, nil, ud)
@@ -199,6 +204,14 @@ enum HTTP2Fields {
         noIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
     }
 
+    /// `flags(noIndex)`, and when `keptName`, `NGHTTP2_NV_FLAG_NO_COPY_NAME`: the name is
+    /// lower case already and stays valid until nghttp2 has sent the frame or given it up
+    /// (`on_frame_send` / `on_frame_not_send`), so nghttp2 neither copies nor lower-cases it.
+    @inline(__always)
+    static func flags(_ noIndex: Bool, keptName: Bool) -> UInt8 {
+        flags(noIndex) | (keptName ? UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue) : 0)
+    }
+
     @inline(__always)
     static func append(_ out: inout [nghttp2_nv], _ name: StaticString, _ value: UnsafeBufferPointer<UInt8>, noIndex: Bool) {
         out.append(
@@ -220,19 +233,20 @@ enum HTTP2Fields {
 
         init(_ base: UnsafeMutablePointer<nghttp2_nv>) { self.base = base }
 
+        /// `staticName`: a lower-case static name, not copied by nghttp2 (see `flags(_:keptName:)`).
         @inline(__always)
-        mutating func put(_ name: StaticString, _ value: UnsafeBufferPointer<UInt8>, noIndex: Bool) {
+        mutating func put(_ name: StaticString, _ value: UnsafeBufferPointer<UInt8>, noIndex: Bool, staticName: Bool = false) {
             (base + count).initialize(
                 to: nghttp2_nv(
                     name: UnsafeMutablePointer(mutating: name.utf8Start),
                     value: UnsafeMutablePointer(mutating: value.baseAddress ?? UnsafePointer(empty)),
-                    namelen: name.utf8CodeUnitCount, valuelen: value.count, flags: flags(noIndex)))
+                    namelen: name.utf8CodeUnitCount, valuelen: value.count, flags: flags(noIndex, keptName: staticName)))
             count += 1
         }
 
         @inline(__always)
-        mutating func put(_ name: StaticString, _ value: StaticString, noIndex: Bool) {
-            put(name, UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), noIndex: noIndex)
+        mutating func put(_ name: StaticString, _ value: StaticString, noIndex: Bool, staticName: Bool = false) {
+            put(name, UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), noIndex: noIndex, staticName: staticName)
         }
 
         @inline(__always)

@@ -39,7 +39,11 @@ extension APNSClientPool: HTTP2ClientDelegate {
                 // The hot case, a token push's 200 kept without its fields: what `classify`
                 // and `handle` decide (delivered, no ids), without their copies of the outcome.
                 if let id { machine.streamEnded(id, confirmed: true) }
-                finish(r, .outcome(.delivered(apnsID: nil, uniqueID: nil), resp))
+                // A requester that keeps no fields (a fan-out's token push) gets no response
+                // either: a 200 without fields or body says no more than `delivered`, and its
+                // two arrays were retained and released with every copy of the result (the
+                // sink's batch, the fan-out's answers).
+                finish(r, .outcome(.delivered(apnsID: nil, uniqueID: nil), r.template.keepResponseHeaders ? resp : nil))
                 break
             }
             // A success kept without its fields (a token push's 200) has none to look up.

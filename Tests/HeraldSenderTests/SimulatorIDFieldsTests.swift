@@ -42,3 +42,34 @@ import Testing
         #expect(fx.sim.stats().accepted == 40)
     }
 }
+
+/// The pool's own `apns-id` per request on one connection: the first request's enters the
+/// HPACK table, later ones are named by index with their values out of it. The simulator
+/// echoes each request's id, so every answer must carry a different one.
+@Suite struct ClientIDFieldsTests {
+    @Test func everyRequestOfAConnectionSendsItsOwnAPNSIDWhetherFirstOrLater() throws {
+        let fx = try SimFixture()
+        let (pool, _) = try fx.pool(connections: 1)
+        defer { pool.shutdown() }
+        let sink = ResultCollector()
+        let template = APNSTemplate(
+            headers: HeaderList(APNSRequests.tokenPushFields(bundleID: "com.example.app", priority: 5, expiration: nil)),
+            body: HTTP2Body(updatePayload(1)), sink: sink, keepResponseHeaders: true, generatesAPNSID: true)
+        let tokens = makeTokens(40, seed: 63)
+        pool.submit([APNSRequest(path: APNSRequests.tokenPath(tokens[0]), template: template, index: 0)])
+        #expect(sink.wait(for: 1))
+        pool.submit(tokens.enumerated().dropFirst().map { APNSRequest(path: APNSRequests.tokenPath($1), template: template, index: $0) })
+        #expect(sink.wait(for: 40))
+        var ids = Set<String>()
+        for (_, r) in sink.outcomes() {
+            guard case .outcome(.delivered(let id?, _), _) = r else {
+                Issue.record("not delivered with an id: \(r)")
+                continue
+            }
+            #expect(Identifiers.isLowercaseUUID(id), "\(id)")
+            ids.insert(id)
+        }
+        #expect(ids.count == 40, "each request's own apns-id, echoed")
+        #expect(fx.sim.stats().accepted == 40)
+    }
+}
