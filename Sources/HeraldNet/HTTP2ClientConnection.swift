@@ -78,17 +78,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private let authority: UnsafeBufferPointer<UInt8>
     /// Where a request's UUID field is written (nghttp2 copies it on submit).
     private let uuidScratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 36)
-    /// UUID fields sent on this session. The first (and every `uuidReindexInterval`-th) goes
-    /// with incremental indexing, so its name enters the HPACK dynamic table; the others
-    /// keep their values out of the table (`NGHTTP2_NV_FLAG_NO_INDEX`) and nghttp2's
-    /// deflater names them by that entry's index instead of sending "apns-id" as a
-    /// Huffman-coded literal that the peer decodes, on every request (reference §1.4, the
-    /// older page: `apns-id` "indexed on first use then literal without indexing").
-    private var uuidFieldsSent = 0
-    /// Entries added later (each event's `apns-expiration` value) can evict the name from
-    /// the peer's 4,096-byte table; nghttp2 then sends it literally again until the next
-    /// indexed one: one UUID in the table per this many requests.
-    static let uuidReindexInterval = 4096
 
     nonisolated(unsafe) private static var nextID = 0
     private static let idLock = NSLock()
@@ -191,12 +180,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         unowned(unsafe) let session = self.session!
         let id: Int32
         do {
-            var idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>, noIndex: Bool)?
+            var idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?
             if let uuidField {
                 uuidField.write(to: uuidScratch)
-                let indexed = uuidFieldsSent % Self.uuidReindexInterval == 0
-                uuidFieldsSent &+= 1
-                idField = (uuidField.name, UnsafeBufferPointer(start: UnsafePointer(uuidScratch), count: 36), !indexed)
+                idField = (uuidField.name, UnsafeBufferPointer(start: UnsafePointer(uuidScratch), count: 36))
             }
             id = try session.submitRequest(
                 method: method, path: path, headers: headers, requestHeaders: requestHeaders, body: body,
@@ -356,7 +343,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 extension HTTP2ClientConnection: TLSTransportDelegate {
     func transportReady(_ t: TLSTransport) {
         do {
-            uuidFieldsSent = 0
             session = try HTTP2Session(
                 role: .client,
                 settings: [.enablePush(false), .initialWindowSize(UInt32(config.windowSize))],

@@ -5,12 +5,11 @@ import CNghttp2
 extension HTTP2Session {
     /// Queues a request. `authority` is the connection's `:authority`; `extra` and
     /// `idField` are per-request fields (a JWT, a fresh `apns-id` written into a reused
-    /// buffer, valid for the call; `noIndex` false only where its name should enter the
-    /// HPACK table, see `HTTP2ClientConnection.uuidFieldsSent`). Returns the new stream id; throws when nghttp2 refuses
+    /// buffer, valid for the call). Returns the new stream id; throws when nghttp2 refuses
     /// (e.g. `streamIDNotAvailable`, or after GOAWAY).
     func submitRequest(
         _ request: HTTP2Request, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
-        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>, noIndex: Bool)?, tag: Int = 0, started: UInt64 = 0
+        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, tag: Int = 0, started: UInt64 = 0
     ) throws(HTTP2Error) -> HTTP2StreamID {
         try submitRequest(
             method: request.method, path: Array(request.path.utf8), headers: request.headers, requestHeaders: request.requestHeaders,
@@ -24,7 +23,7 @@ extension HTTP2Session {
     func submitRequest(
         method: String, path: [UInt8], headers: HeaderList, requestHeaders: HeaderList, body: HTTP2Body?,
         keepResponseHeaders: Bool, authority: UnsafeBufferPointer<UInt8>, extra: HeaderList?,
-        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>, noIndex: Bool)?, tag: Int, started: UInt64
+        idField: (name: StaticString, value: UnsafeBufferPointer<UInt8>)?, tag: Int, started: UInt64
     ) throws(HTTP2Error) -> HTTP2StreamID {
         let s = makeRequestStream()
         s.body = body
@@ -58,7 +57,7 @@ extension HTTP2Session {
                                 nv.put(headers.entries, h)
                                 nv.put(requestHeaders.entries, r)
                                 if let extra { nv.put(extra.entries, e) }
-                                if let idField { nv.put(idField.name, idField.value, noIndex: idField.noIndex, staticName: true) }
+                                if let idField { nv.put(idField.name, idField.value, noIndex: true, staticName: true) }
                                 let nva = UnsafePointer(buffer.baseAddress!)
                                 guard body != nil else {
                                     return nghttp2_submit_request(raw, nil, nva, nv.count, nil, ud)

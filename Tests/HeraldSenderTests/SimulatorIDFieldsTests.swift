@@ -43,9 +43,9 @@ import Testing
     }
 }
 
-/// The pool's own `apns-id` per request on one connection: the first request's enters the
-/// HPACK table, later ones are named by index with their values out of it. The simulator
-/// echoes each request's id, so every answer must carry a different one.
+/// The pool's own `apns-id` per request on one connection, the first and the later ones
+/// (each kept out of the HPACK table). The simulator echoes each request's id, so every
+/// answer must carry a different one.
 @Suite struct ClientIDFieldsTests {
     @Test func everyRequestOfAConnectionSendsItsOwnAPNSIDWhetherFirstOrLater() throws {
         let fx = try SimFixture()
