@@ -176,7 +176,7 @@ struct HTTP2RequestCheck {
 
     @inline(__always)
     static func `is`(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
-        b.count == s.utf8CodeUnitCount && memcmp(b.baseAddress!, s.utf8Start, b.count) == 0
+        b.count == s.utf8CodeUnitCount && bytesMatch(b.baseAddress!, s.utf8Start, b.count)
     }
 
     static func equalsIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {

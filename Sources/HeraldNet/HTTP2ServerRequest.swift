@@ -242,7 +242,7 @@ public struct HTTP2ServerRequest: Sendable {
 
     @inline(__always)
     static func named(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
-        b.count == s.utf8CodeUnitCount && memcmp(b.baseAddress!, s.utf8Start, b.count) == 0
+        b.count == s.utf8CodeUnitCount && bytesMatch(b.baseAddress!, s.utf8Start, b.count)
     }
 
     /// Calls `body` with each regular field's index in `fields` and its name's bytes (valid
