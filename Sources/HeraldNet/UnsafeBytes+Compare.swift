@@ -22,6 +22,30 @@ package func bytesMatch(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) 
     }
 }
 
+/// Copies `n` bytes from `src` to `dst` (not overlapping). Up to 16 bytes (a field name) with
+/// one or two word loads and stores, overlapping, inline; `memcpy` beyond.
+@inlinable @inline(__always)
+package func bytesCopy(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ n: Int) {
+    switch n {
+    case 0:
+        return
+    case 1...3:
+        for i in 0..<n { dst.storeBytes(of: src.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self) }
+    case 4...7:
+        let a = src.loadUnaligned(as: UInt32.self)
+        let b = src.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+        dst.storeBytes(of: a, as: UInt32.self)
+        dst.storeBytes(of: b, toByteOffset: n - 4, as: UInt32.self)
+    case 8...16:
+        let a = src.loadUnaligned(as: UInt64.self)
+        let b = src.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+        dst.storeBytes(of: a, as: UInt64.self)
+        dst.storeBytes(of: b, toByteOffset: n - 8, as: UInt64.self)
+    default:
+        memcpy(dst, src, n)
+    }
+}
+
 /// Byte comparisons on borrowed buffers (a request's fields read in place, see
 /// `HTTP2ServerRequest.withFieldBytes`), the same as `ArraySlice`'s in `HeaderList+Bytes.swift`.
 extension UnsafeBufferPointer where Element == UInt8 {

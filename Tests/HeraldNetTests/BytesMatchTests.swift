@@ -27,4 +27,17 @@ import Testing
             }
         }
     }
+
+    /// Every length to 40 into a larger buffer: exactly those bytes, nothing around them.
+    @Test func copiesExactlyTheBytesAtEveryLength() {
+        for n in 0...40 {
+            let src = (0..<n).map { UInt8(truncatingIfNeeded: $0 &+ 1) }
+            var dst = [UInt8](repeating: 0xEE, count: n + 16)
+            src.withUnsafeBufferPointer { s in
+                dst.withUnsafeMutableBufferPointer { d in bytesCopy(d.baseAddress! + 8, s.baseAddress ?? UnsafePointer(bitPattern: 1)!, n) }
+            }
+            #expect(Array(dst[8..<(8 + n)]) == src, "length \(n)")
+            #expect(dst[0..<8].allSatisfy { $0 == 0xEE } && dst[(8 + n)...].allSatisfy { $0 == 0xEE }, "length \(n)")
+        }
+    }
 }
