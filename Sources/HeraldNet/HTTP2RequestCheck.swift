@@ -237,8 +237,36 @@ struct HTTP2RequestCheck {
         return true
     }
 
+    /// A regular name's characters (nghttp2's table): eight bytes at a time when they are all
+    /// lower-case letters or '-' (the names clients send), the table for any other word and
+    /// for a name shorter than a word.
     @inline(__always)
-    static func isName(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool { all(tables.bytes + Tables.name, p, n) }
+    static func isName(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        let table = tables.bytes + Tables.name
+        guard n >= 8 else { return all(table, p, n) }
+        let raw = UnsafeRawPointer(p)
+        var i = 0
+        while true {
+            let at = min(i, n - 8)
+            if !plainName(raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)) && !all(table, p + at, 8) { return false }
+            if at == n - 8 { return true }
+            i += 8
+        }
+    }
+
+    /// True when every byte of `w` is 'a'...'z' or '-' (exact per byte: no byte is 0x80 or
+    /// above, so no sum below carries into the next byte).
+    @inline(__always)
+    static func plainName(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        guard w & highs == 0 else { return false }
+        let fromA = (w &+ ones &* (0x80 - 0x61)) & highs
+        let pastZ = (w &+ ones &* (0x80 - 0x7B)) & highs
+        let x = w ^ (ones &* 0x2D)
+        let dash = ~(((x & ~highs) &+ ~highs) | x) & highs
+        return (fromA & ~pastZ) | dash == highs
+    }
 
     /// `nghttp2_check_header_value_rfc9113`: no leading or trailing SP/HTAB, no NUL, CR, LF,
     /// other control byte or DEL.

@@ -373,6 +373,22 @@ func frames(_ b: [UInt8]) -> [(type: UInt8, stream: Int32, code: UInt32)] {
         }
     }
 
+    /// The eight-byte name test against its definition, for every byte at every place of a word
+    /// of otherwise plain name bytes.
+    @Test func plainNameWordsAreExactlyLettersAndDashes() {
+        for base: UInt8 in [UInt8(ascii: "a"), UInt8(ascii: "-"), UInt8(ascii: "z")] {
+            for at in 0..<8 {
+                for byte in 0...255 {
+                    var bytes = [UInt8](repeating: base, count: 8)
+                    bytes[at] = UInt8(byte)
+                    let w = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                    let plain = (byte >= 0x61 && byte <= 0x7A) || byte == 0x2D
+                    #expect(HTTP2RequestCheck.plainName(w) == plain, "byte \(byte) at \(at)")
+                }
+            }
+        }
+    }
+
     @Test func contentLengthParsesAsNghttp2Does() {
         let cases: [(String, Int64)] = [
             ("0", 0), ("3", 3), ("0012", 12), ("9223372036854775807", Int64.max), ("9223372036854775808", -1), ("", -1), ("-1", -1),
