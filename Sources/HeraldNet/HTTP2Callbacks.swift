@@ -84,29 +84,75 @@ enum HTTP2Callbacks {
         return 0
     }
 
-    /// Server: the field is copied into the request's one buffer (no String per field). The
-    /// stream is the one whose headers began (`headerStream`) when the ids agree, else
-    /// nghttp2's (trailers of another stream).
+    /// Server: the field is checked (`HTTP2RequestCheck`: nghttp2's HTTP messaging is off)
+    /// and copied into the request's one buffer (no String per field). The stream is the one
+    /// whose headers began (`headerStream`) when the ids agree, else nghttp2's (trailers of
+    /// another stream). A malformed field resets the stream as nghttp2 would: RST_STREAM
+    /// (PROTOCOL_ERROR), and no more fields of the block.
     static let serverHeader: nghttp2_on_header_callback = { raw, frame, name, namelen, value, valuelen, _, ud in
         guard let frame, let name, let value else { return 0 }
         let id = frame.pointee.hd.stream_id
         let n = UnsafeBufferPointer(start: name, count: namelen)
         let v = UnsafeBufferPointer(start: value, count: valuelen)
-        let cached = withSession(ud) { $0.headerStream }
+        let trailer = frame.pointee.headers.cat == NGHTTP2_HCAT_HEADERS
+        let (cached, own) = withSession(ud) { ($0.headerStream, $0.checksRequests) }
+        let ok: Bool
         if let cached, cached._withUnsafeGuaranteedRef({ $0.id == id }) {
-            cached._withUnsafeGuaranteedRef { $0.request.add(name: n, value: v) }
+            ok = cached._withUnsafeGuaranteedRef { accept($0, n, v, trailer, own) }
         } else {
-            withStream(raw, id) { s in s.request.add(name: n, value: v) }
+            ok = withStream(raw, id) { accept($0, n, v, trailer, own) } ?? true
         }
-        return 0
+        if ok { return 0 }
+        reject(raw, id)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+    }
+
+    @inline(__always)
+    static func accept(
+        _ s: HTTP2Session.Stream, _ n: UnsafeBufferPointer<UInt8>, _ v: UnsafeBufferPointer<UInt8>, _ trailer: Bool, _ own: Bool
+    ) -> Bool {
+        guard !own || s.check.field(n, v, trailer: trailer) else { return false }
+        s.request.add(name: n, value: v)
+        return true
+    }
+
+    /// A malformed request: RST_STREAM(PROTOCOL_ERROR), as nghttp2's own checks answer (its
+    /// `session_handle_invalid_stream2`); nghttp2 marks the stream closing, so none of its
+    /// later frames reach the callbacks. Fails only without memory, which nghttp2 reports
+    /// on its next call.
+    static func reject(_ raw: OpaquePointer?, _ id: Int32) {
+        _ = nghttp2_submit_rst_stream(raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_PROTOCOL_ERROR.rawValue)
+    }
+
+    /// Server: the end of a HEADERS frame (a request's or its trailers'), checked; true when
+    /// the request may go on. A request's `priority` field takes effect here, as it does
+    /// when nghttp2 checks the request itself (`session_end_stream_headers_received`).
+    static func headersEnded(_ raw: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>, _ s: HTTP2Session.Stream) -> Bool {
+        let end = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        guard frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else {
+            if s.check.trailersEnded(endStream: end) { return true }
+            reject(raw, s.id)
+            return false
+        }
+        guard s.check.headersEnded(endStream: end) else {
+            reject(raw, s.id)
+            return false
+        }
+        if s.check.flags & HTTP2RequestCheck.priority != 0 {
+            var e = nghttp2_extpri(urgency: UInt32(s.check.urgency), inc: s.check.incremental ? 1 : 0)
+            _ = nghttp2_session_change_extpri_stream_priority(raw, s.id, &e, 0)
+        }
+        return true
     }
 
     static let dataChunk: nghttp2_on_data_chunk_recv_callback = { raw, _, streamID, data, len, ud in
         guard let data else { return 0 }
-        let (server, maxBody) = withSession(ud) { ($0.role == .server, $0.maxBodyBytes) }
+        let (server, maxBody, own) = withSession(ud) { ($0.role == .server, $0.maxBodyBytes, $0.checksRequests) }
         withStream(raw, streamID) { s in
             let chunk = UnsafeBufferPointer(start: data, count: len)
             if server {
+                // More DATA than `content-length`: reset (nghttp2_http_on_data_chunk).
+                guard !own || s.check.data(len) else { return reject(raw, streamID) }
                 s.request.appendBody(chunk, limit: maxBody)
             } else {
                 let room = maxBody - s.responseBody.count
@@ -125,7 +171,17 @@ enum HTTP2Callbacks {
         {
             withSession(ud) { c in
                 guard c.role == .server else { return }
-                withStream(raw, hd.stream_id) { s in c.sink.append(.request(s.request)) }
+                withStream(raw, hd.stream_id) { s in
+                    if c.checksRequests {
+                        if hd.type == UInt8(NGHTTP2_HEADERS.rawValue) {
+                            guard headersEnded(raw, frame, s) else { return }
+                        } else if !s.check.ended() {
+                            // Fewer DATA bytes than `content-length` (nghttp2_http_on_remote_end_stream).
+                            return reject(raw, hd.stream_id)
+                        }
+                    }
+                    c.sink.append(.request(s.request))
+                }
             }
             return 0
         }
@@ -141,10 +197,9 @@ enum HTTP2Callbacks {
             c.sink.append(.goAway(lastStreamID: g.last_stream_id, errorCode: g.error_code, debugData: data))
         case NGHTTP2_PING.rawValue where ack:
             c.sink.append(.pingAcknowledged)
-        case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
-            if c.role == .server && hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let s = c.stream(hd.stream_id) {
-                c.sink.append(.request(s.request))
-            }
+        case NGHTTP2_HEADERS.rawValue where c.checksRequests:
+            // A request's headers (or trailers) without END_STREAM: checked when they end.
+            withStream(raw, hd.stream_id) { s in _ = headersEnded(raw, frame, s) }
         default:
             break
         }

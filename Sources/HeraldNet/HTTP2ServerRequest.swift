@@ -58,9 +58,9 @@ public struct HTTP2ServerRequest: Sendable {
             let n = name.count + value.count
             if used + n > capacity { grow(used + n) }
             let ns = used
-            if let p = name.baseAddress, name.count > 0 { memcpy(bytes + ns, p, name.count) }
+            if let p = name.baseAddress { bytesCopy(bytes + ns, p, name.count) }
             let vs = ns + name.count
-            if let p = value.baseAddress, value.count > 0 { memcpy(bytes + vs, p, value.count) }
+            if let p = value.baseAddress { bytesCopy(bytes + vs, p, value.count) }
             used = vs + value.count
             entries[count] = HeaderList.Entry(
                 nameStart: Int32(truncatingIfNeeded: ns), nameLen: Int32(truncatingIfNeeded: name.count),
@@ -210,7 +210,8 @@ public struct HTTP2ServerRequest: Sendable {
         makeUnique()
         storage.bodySize += chunk.count
         let room = limit - storage.body.count
-        if room > 0 { storage.body.append(contentsOf: chunk.prefix(room)) }
+        // As a buffer, not a slice: Array's contiguous append (one copy), not its generic one.
+        if room > 0 { storage.body.append(contentsOf: UnsafeBufferPointer(rebasing: chunk.prefix(room))) }
     }
 
     /// Records a field from nghttp2 (a header callback). Up to 64 regular fields are kept.
@@ -242,7 +243,7 @@ public struct HTTP2ServerRequest: Sendable {
 
     @inline(__always)
     static func named(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
-        b.count == s.utf8CodeUnitCount && memcmp(b.baseAddress!, s.utf8Start, b.count) == 0
+        b.count == s.utf8CodeUnitCount && bytesMatch(b.baseAddress!, s.utf8Start, b.count)
     }
 
     /// Calls `body` with each regular field's index in `fields` and its name's bytes (valid

@@ -15,6 +15,8 @@ final class HTTP2Session {
     /// Bodies received (request bodies on a server, response bodies on a client) are kept
     /// up to this size; a server still counts the full size.
     let maxBodyBytes: Int
+    /// A server that checks requests itself (`HTTP2RequestCheck`), nghttp2's HTTP messaging off.
+    let checksRequests: Bool
     let raw: OpaquePointer
     /// The session's nghttp2 memory (free lists: a push or a request allocates from them,
     /// not from malloc), client and server alike; nil with `HERALD_NGHTTP2_MALLOC` set.
@@ -59,6 +61,8 @@ final class HTTP2Session {
         // answered or refused (what a GOAWAY refuses; a flag here, not a set per connection).
         var request: HTTP2ServerRequest
         var unanswered = false
+        /// Server: RFC 9113 §8 as nghttp2 would check it (its HTTP messaging is off).
+        var check = HTTP2RequestCheck()
 
         init(id: HTTP2StreamID) {
             self.id = id
@@ -71,6 +75,7 @@ final class HTTP2Session {
         func reset(id: HTTP2StreamID) {
             resetForRequest(id: id)
             request.reset(streamID: id)
+            check = HTTP2RequestCheck()
         }
 
         var opaque: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
@@ -118,14 +123,27 @@ final class HTTP2Session {
 
     /// A session that first advertises `settings`, and opens its connection receive
     /// window to `connectionWindow` when given. Throws if nghttp2 refuses any of it.
-    init(role: Role, settings: [HTTP2Setting], connectionWindow: Int32?, maxBodyBytes: Int) throws(HTTP2Error) {
+    /// `nghttp2ChecksRequests` (tests only: the reference for `HTTP2RequestCheck`) leaves a
+    /// server's request checks to nghttp2's HTTP messaging instead.
+    init(
+        role: Role, settings: [HTTP2Setting], connectionWindow: Int32?, maxBodyBytes: Int, nghttp2ChecksRequests: Bool = false
+    ) throws(HTTP2Error) {
         self.role = role
         self.maxBodyBytes = maxBodyBytes
+        checksRequests = role == .server && !nghttp2ChecksRequests
         var cbs: OpaquePointer?
         try Self.check(nghttp2_session_callbacks_new(&cbs), "nghttp2_session_callbacks_new")
         defer { nghttp2_session_callbacks_del(cbs) }
         HTTP2Callbacks.install(cbs, role: role)
         var s: OpaquePointer?
+        // A server checks requests itself (`HTTP2RequestCheck`, in the header callback that
+        // copies each field anyway): nghttp2's HTTP messaging checks are off on that side.
+        var option: OpaquePointer?
+        if checksRequests {
+            try Self.check(nghttp2_option_new(&option), "nghttp2_option_new")
+            nghttp2_option_set_no_http_messaging(option, 1)
+        }
+        defer { if let option { nghttp2_option_del(option) } }
         switch role {
         case .client where HTTP2Allocator.enabled:
             let a = HTTP2Allocator()
@@ -141,10 +159,10 @@ final class HTTP2Session {
             let a = HTTP2Allocator()
             allocator = a
             var mem = a.mem
-            try Self.check(nghttp2_session_server_new3(&s, cbs, nil, nil, &mem), "nghttp2_session_server_new3")
+            try Self.check(nghttp2_session_server_new3(&s, cbs, nil, option, &mem), "nghttp2_session_server_new3")
         case .server:
             allocator = nil
-            try Self.check(nghttp2_session_server_new(&s, cbs, nil), "nghttp2_session_server_new")
+            try Self.check(nghttp2_session_server_new2(&s, cbs, nil, option), "nghttp2_session_server_new2")
         }
         raw = s!
         nghttp2_session_set_user_data(raw, Unmanaged.passUnretained(self).toOpaque())

@@ -92,7 +92,7 @@ struct SimFields {
 
     @inline(__always)
     static func `is`(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
-        memcmp(b.baseAddress!, s.utf8Start, s.utf8CodeUnitCount) == 0
+        bytesMatch(b.baseAddress!, s.utf8Start, s.utf8CodeUnitCount)
     }
 
     /// True when two regular fields have the same name (pairwise: a handful of fields).

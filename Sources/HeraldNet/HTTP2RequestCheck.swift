@@ -1,0 +1,333 @@
+import CNghttp2
+import Glibc
+
+/// The RFC 9113 §8 rules a server session applies to a request, as nghttp2 1.52 applies them
+/// with its HTTP messaging on (`nghttp2_http_on_header`, `nghttp2_http_on_request_headers`,
+/// `nghttp2_http_on_data_chunk`, `nghttp2_http_on_remote_end_stream`), so that the server can
+/// turn nghttp2's own checks off (`nghttp2_option_set_no_http_messaging`) and pay for them
+/// once, in the header callback that copies the field anyway.
+///
+/// A pure value per stream: each event returns whether the request is still well formed;
+/// `false` means what nghttp2 does for a malformed request, RST_STREAM(PROTOCOL_ERROR) and the
+/// request is never handed over. With no invalid-header callback installed, nghttp2 1.52
+/// treats a regular field it would "ignore" (a bad character) the same way
+/// (`session_call_on_invalid_header` returns `NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE`), so
+/// every violation here has that one outcome.
+///
+/// The character classes are nghttp2's own tables (`nghttp2_check_header_name`,
+/// `nghttp2_check_header_value_rfc9113`, `nghttp2_check_method`, `nghttp2_check_path`,
+/// `nghttp2_check_authority`), read once from the library byte by byte; values are scanned
+/// eight bytes at a time, falling back to the table only for a word that holds a byte below
+/// 0x21 or 0x7F. Not `Sendable`-relevant: it lives in a stream, on the connection's loop.
+struct HTTP2RequestCheck {
+    // nghttp2's NGHTTP2_HTTP_FLAG_* that matter for a request.
+    static let method: UInt16 = 1 << 0
+    static let path: UInt16 = 1 << 1
+    static let scheme: UInt16 = 1 << 2
+    static let authority: UInt16 = 1 << 3
+    static let host: UInt16 = 1 << 4
+    static let pseudoDisallowed: UInt16 = 1 << 5
+    static let schemeHTTP: UInt16 = 1 << 6
+    static let pathRegular: UInt16 = 1 << 7
+    static let pathAsterisk: UInt16 = 1 << 8
+    static let methodOptions: UInt16 = 1 << 9
+    static let methodConnect: UInt16 = 1 << 10
+    static let priority: UInt16 = 1 << 11
+    static let badPriority: UInt16 = 1 << 12
+
+    private(set) var flags: UInt16 = 0
+    /// `content-length` (-1: none), and the DATA bytes received so far.
+    private(set) var contentLength: Int64 = -1
+    private(set) var received: Int64 = 0
+    /// The `priority` field's value when one came (RFC 9218; applied by the session when the
+    /// header block ends, as nghttp2 does for a server without RFC 7540 priorities).
+    private(set) var urgency: UInt8 = 3
+    private(set) var incremental = false
+
+    init() {}
+
+    /// One field of the request's header block (`trailer`: of a later HEADERS frame).
+    /// False: the request is malformed.
+    @inline(__always)
+    mutating func field(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, trailer: Bool) -> Bool {
+        guard let n = name.baseAddress, name.count > 0 else { return false }
+        if n[0] == UInt8(ascii: ":") {
+            return pseudoField(name, value, trailer: trailer)
+        }
+        guard Self.isName(n, name.count) else { return false }
+        flags |= Self.pseudoDisallowed
+        // The names nghttp2 has a rule for (its tokens), told apart by length first.
+        switch name.count {
+        case 2 where Self.is(name, "te"):
+            return Self.isValue(value) && Self.equalsIgnoringCase(value, "trailers")
+        case 4 where Self.is(name, "host"):
+            guard Self.isAuthority(value), flags & Self.host == 0, value.count > 0 else { return false }
+            flags |= Self.host
+            return true
+        case 7 where Self.is(name, "upgrade"):
+            return false
+        case 8 where Self.is(name, "priority"):
+            guard Self.isValue(value) else { return false }
+            if !trailer && flags & Self.badPriority == 0 {
+                var u = urgency
+                var i = incremental
+                if HTTP2Priority.parse(value, urgency: &u, incremental: &i) {
+                    urgency = u
+                    incremental = i
+                    flags |= Self.priority
+                } else {
+                    flags = (flags & ~Self.priority) | Self.badPriority
+                }
+            }
+            return true
+        case 10 where Self.is(name, "connection") || Self.is(name, "keep-alive"):
+            return false
+        case 14 where Self.is(name, "content-length"):
+            guard Self.isValue(value), contentLength == -1 else { return false }
+            contentLength = Self.parseUInt(value)
+            return contentLength != -1
+        case 16 where Self.is(name, "proxy-connection"):
+            return false
+        case 17 where Self.is(name, "transfer-encoding"):
+            return false
+        default:
+            return Self.isValue(value)
+        }
+    }
+
+    private mutating func pseudoField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, trailer: Bool) -> Bool {
+        guard !trailer, flags & Self.pseudoDisallowed == 0, name.count > 1 else { return false }
+        // Once per flag, never empty (nghttp2's `check_pseudo_header`).
+        func once(_ flag: UInt16) -> Bool {
+            guard flags & flag == 0, value.count > 0 else { return false }
+            flags |= flag
+            return true
+        }
+        switch name.count {
+        case 5 where Self.is(name, ":path"):
+            guard Self.isPath(value), once(Self.path) else { return false }
+            if value[0] == UInt8(ascii: "/") {
+                flags |= Self.pathRegular
+            } else if value.count == 1 && value[0] == UInt8(ascii: "*") {
+                flags |= Self.pathAsterisk
+            }
+            return true
+        case 7 where Self.is(name, ":method"):
+            guard Self.isMethod(value), once(Self.method) else { return false }
+            if value.count == 7 && Self.is(value, "CONNECT") {
+                flags |= Self.methodConnect
+            } else if value.count == 7 && Self.is(value, "OPTIONS") {
+                flags |= Self.methodOptions
+            }
+            return true
+        case 7 where Self.is(name, ":scheme"):
+            // "https" as every client sends it, without the general checks.
+            if Self.is(value, "https") {
+                guard once(Self.scheme) else { return false }
+                flags |= Self.schemeHTTP
+                return true
+            }
+            guard Self.isScheme(value), once(Self.scheme) else { return false }
+            if Self.equalsIgnoringCase(value, "http") || Self.equalsIgnoringCase(value, "https") { flags |= Self.schemeHTTP }
+            return true
+        case 10 where Self.is(name, ":authority"):
+            return Self.isAuthority(value) && once(Self.authority)
+        default:
+            // `:protocol` (no SETTINGS_ENABLE_CONNECT_PROTOCOL sent), `:status`, any other.
+            return false
+        }
+    }
+
+    /// The request's header block ended (`nghttp2_http_on_request_headers`), and with it the
+    /// stream when `endStream`.
+    func headersEnded(endStream: Bool) -> Bool {
+        if flags & Self.methodConnect != 0 {
+            // CONNECT (no `:protocol`: refused above): `:authority`, no `:scheme`, no `:path`.
+            guard flags & (Self.scheme | Self.path) == 0, flags & Self.authority != 0 else { return false }
+            // nghttp2 forgets a CONNECT's content-length.
+            return true
+        }
+        let required = Self.method | Self.path | Self.scheme
+        guard flags & required == required, flags & (Self.authority | Self.host) != 0 else { return false }
+        // An http(s) `:path` starts with "/", or is "*" for OPTIONS.
+        if flags & Self.schemeHTTP != 0 && flags & Self.pathRegular == 0
+            && !(flags & Self.methodOptions != 0 && flags & Self.pathAsterisk != 0)
+        {
+            return false
+        }
+        return !endStream || ended()
+    }
+
+    /// A later HEADERS frame (trailers) ended: it must end the stream.
+    func trailersEnded(endStream: Bool) -> Bool { endStream && ended() }
+
+    /// DATA received: never more than `content-length`.
+    mutating func data(_ count: Int) -> Bool {
+        received += Int64(count)
+        return effectiveContentLength == -1 || received <= effectiveContentLength
+    }
+
+    /// The stream ended (END_STREAM on DATA or HEADERS): exactly `content-length` received.
+    func ended() -> Bool { effectiveContentLength == -1 || effectiveContentLength == received }
+
+    private var effectiveContentLength: Int64 { flags & Self.methodConnect != 0 ? -1 : contentLength }
+
+    // MARK: - characters
+
+    @inline(__always)
+    static func `is`(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
+        b.count == s.utf8CodeUnitCount && bytesMatch(b.baseAddress!, s.utf8Start, b.count)
+    }
+
+    static func equalsIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
+        guard b.count == s.utf8CodeUnitCount else { return false }
+        for i in 0..<b.count {
+            let c = b[i]
+            let lower = c >= 65 && c <= 90 ? c + 32 : c
+            if lower != s.utf8Start[i] { return false }
+        }
+        return true
+    }
+
+    /// nghttp2's `parse_uint`: digits only, at least one, no overflow of Int64; -1 otherwise.
+    static func parseUInt(_ b: UnsafeBufferPointer<UInt8>) -> Int64 {
+        guard !b.isEmpty else { return -1 }
+        var n: Int64 = 0
+        for c in b {
+            guard c >= 48 && c <= 57 else { return -1 }
+            let (m, o1) = n.multipliedReportingOverflow(by: 10)
+            let (s, o2) = m.addingReportingOverflow(Int64(c - 48))
+            if o1 || o2 { return -1 }
+            n = s
+        }
+        return n
+    }
+
+    /// nghttp2's character tables (one byte per byte value, non-zero: allowed), read from
+    /// the library once: a name's characters after its optional leading ':' (checked with a
+    /// letter before it; nghttp2 rejects ":" alone and an empty name, handled by the
+    /// callers), a value's, a method's, a path's, an authority's.
+    struct Tables: @unchecked Sendable {  // written once, before any use; read-only after
+        static let name = 0
+        static let value = 256
+        static let method = 512
+        static let path = 768
+        static let authority = 1024
+        let bytes: UnsafeMutablePointer<UInt8>
+
+        init() {
+            bytes = .allocate(capacity: 5 * 256)
+            for b in 0..<256 {
+                var c = UInt8(b)
+                let pair: [UInt8] = [UInt8(ascii: "a"), c]
+                bytes[Self.name + b] = pair.withUnsafeBufferPointer { nghttp2_check_header_name($0.baseAddress, 2) } != 0 ? 1 : 0
+                bytes[Self.value + b] = nghttp2_check_header_value(&c, 1) != 0 ? 1 : 0
+                bytes[Self.method + b] = nghttp2_check_method(&c, 1) != 0 ? 1 : 0
+                bytes[Self.path + b] = nghttp2_check_path(&c, 1) != 0 ? 1 : 0
+                bytes[Self.authority + b] = nghttp2_check_authority(&c, 1) != 0 ? 1 : 0
+            }
+        }
+    }
+    static let tables = Tables()
+
+    /// True when every byte of `p[0..<n]` is allowed by `table`.
+    @inline(__always)
+    static func all(_ table: UnsafePointer<UInt8>, _ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        for i in 0..<n where table[Int(p[i])] == 0 { return false }
+        return true
+    }
+
+    /// A regular name's characters (nghttp2's table): eight bytes at a time when they are all
+    /// lower-case letters or '-' (the names clients send), the table for any other word and
+    /// for a name shorter than a word.
+    @inline(__always)
+    static func isName(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        let table = tables.bytes + Tables.name
+        guard n >= 8 else { return all(table, p, n) }
+        let raw = UnsafeRawPointer(p)
+        var i = 0
+        while true {
+            let at = min(i, n - 8)
+            if !plainName(raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)) && !all(table, p + at, 8) { return false }
+            if at == n - 8 { return true }
+            i += 8
+        }
+    }
+
+    /// True when every byte of `w` is 'a'...'z' or '-' (exact per byte: no byte is 0x80 or
+    /// above, so no sum below carries into the next byte).
+    @inline(__always)
+    static func plainName(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        guard w & highs == 0 else { return false }
+        let fromA = (w &+ ones &* (0x80 - 0x61)) & highs
+        let pastZ = (w &+ ones &* (0x80 - 0x7B)) & highs
+        let x = w ^ (ones &* 0x2D)
+        let dash = ~(((x & ~highs) &+ ~highs) | x) & highs
+        return (fromA & ~pastZ) | dash == highs
+    }
+
+    /// `nghttp2_check_header_value_rfc9113`: no leading or trailing SP/HTAB, no NUL, CR, LF,
+    /// other control byte or DEL.
+    @inline(__always)
+    static func isValue(_ v: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let p = v.baseAddress, v.count > 0 else { return true }
+        let first = p[0]
+        let last = p[v.count - 1]
+        if first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 { return false }
+        return scan(p, v.count, below: 0x20, tables.bytes + Tables.value)
+    }
+
+    /// `nghttp2_check_path`: the value characters minus SP and HTAB.
+    @inline(__always)
+    static func isPath(_ v: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let p = v.baseAddress else { return true }
+        return scan(p, v.count, below: 0x21, tables.bytes + Tables.path)
+    }
+
+    static func isMethod(_ v: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let p = v.baseAddress, v.count > 0 else { return false }
+        return all(tables.bytes + Tables.method, p, v.count)
+    }
+
+    static func isAuthority(_ v: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let p = v.baseAddress else { return true }
+        return all(tables.bytes + Tables.authority, p, v.count)
+    }
+
+    /// nghttp2's `check_scheme`: a letter, then letters, digits, '+', '-', '.'.
+    static func isScheme(_ v: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !v.isEmpty else { return false }
+        func letter(_ c: UInt8) -> Bool { (c >= 65 && c <= 90) || (c >= 97 && c <= 122) }
+        guard letter(v[0]) else { return false }
+        for c in v.dropFirst() where !(letter(c) || (c >= 48 && c <= 57) || c == 43 || c == 45 || c == 46) { return false }
+        return true
+    }
+
+    /// True when every byte is in `table`, for a table that holds every byte from `below`
+    /// to 0x7E and from 0x80 up: eight bytes at a time (the last word overlapping the one
+    /// before), the table only for a word with a byte under `below` or a DEL, or for a value
+    /// shorter than a word.
+    @inline(__always)
+    static func scan(_ p: UnsafePointer<UInt8>, _ n: Int, below: UInt8, _ table: UnsafePointer<UInt8>) -> Bool {
+        guard n >= 8 else { return all(table, p, n) }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let low = ones &* UInt64(below)
+        let del = ones &* 0x7F
+        let raw = UnsafeRawPointer(p)
+        var i = 0
+        while true {
+            let at = min(i, n - 8)
+            let w = raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+            // A byte under `below`, or equal to 0x7F (exact as a test of the whole word).
+            let under = (w &- low) & ~w & highs
+            let x = w ^ del
+            let isDel = (x &- ones) & ~x & highs
+            if under | isDel != 0 && !all(table, p + at, 8) { return false }
+            if at == n - 8 { return true }
+            i += 8
+        }
+    }
+}
