@@ -243,8 +243,15 @@ extension FanoutEngine {
         let num = s.channelNum
         let kind = s.kind
         let shards = s.shards
+        let logger = self.logger
         DispatchQueue.global().async { [weak self] in
-            if let n = try? store.countSubscriptions(channelNum: num, kind: kind, shards: shards) { self?.post(.targets(id, n)) }
+            do {
+                self?.post(.targets(id, try store.countSubscriptions(channelNum: num, kind: kind, shards: shards)))
+            } catch {
+                // Its counters then say what it sent; a superseded run's final state waits for this.
+                logger.warning("fanout.count_failed", ["event_id": .string(eventID), "error": .string("\(error)")])
+                self?.post(.targets(id, nil))
+            }
         }
     }
 

@@ -87,7 +87,7 @@ public final class FanoutEngine: @unchecked Sendable {
         case closed(String)
         /// Late joiners; `relayed`: told by another worker (not passed on again).
         case registered(channelID: String, tokens: [[UInt8]], relayed: Bool)
-        case targets(RunID, Int64)
+        case targets(RunID, Int64?)
         /// A checkpoint write covering `batches` batches committed (or failed).
         case checkpointed(RunID, batches: Int)
         case checkpointFailed(RunID, error: String)

@@ -170,10 +170,16 @@ extension FanoutScheduler {
 
     // MARK: - storage outcomes
 
-    /// The background count of a run's targets.
-    public mutating func targetsCounted(_ id: RunID, _ n: Int64) {
-        guard let run = runs[id], let ch = channels[run.channelNum], ch.active == id || ch.helpers.contains(id) else { return }
-        runs[id]?.counters.targets = n
+    /// The background count of a run's targets (nil: the count failed). Taken by a run
+    /// sending (active or a helper) and by one draining after it was superseded, whose
+    /// finish waits for it (`RunState.countPending`).
+    public mutating func targetsCounted(_ id: RunID, _ n: Int64?) {
+        guard var run = runs[id], let ch = channels[run.channelNum],
+            ch.active == id || ch.helpers.contains(id) || ch.draining.contains(id)
+        else { return }
+        if let n { run.counters.targets = n }
+        run.countPending = false
+        runs[id] = run
     }
 
     /// A checkpoint write covering `batches` batches committed.

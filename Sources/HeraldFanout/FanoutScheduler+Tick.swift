@@ -29,8 +29,9 @@ extension FanoutScheduler {
     mutating func stepChannel(_ num: Int64, _ actions: inout [FanoutAction]) {
         // Past the lease's local deadline nothing more is sent for its shards.
         guard leaseHolds(num, &actions), var ch = channels[num] else { return }
-        // Superseded runs finish once their last requests are answered.
-        let done = ch.draining.filter { runs[$0]?.drained ?? true }
+        // Superseded runs finish once their last requests are answered and their targets
+        // are counted (`skipped` is the targets not reached).
+        let done = ch.draining.filter { runs[$0].map { $0.drained && !$0.countPending } ?? true }
         if !done.isEmpty {
             ch.draining.removeAll { done.contains($0) }
             channels[num] = ch
@@ -129,6 +130,8 @@ extension FanoutScheduler {
         let now = clock.now()
         run.started = true
         run.startedAt = now
+        // Its `.start` counts the targets in the background (→ `targetsCounted`).
+        run.countPending = run.usesTokens
         progressed = true
         if run.record.kind == .update { ch.lastUpdateStart = now }
         if run.priority == 10 && ch.channel.priority10BudgetPerHour > 0 {

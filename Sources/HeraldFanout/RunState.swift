@@ -86,6 +86,11 @@ struct RunState {
     /// Finishing: waiting for `pendingPrunes` before its final state is written.
     var finishing = false
     var pendingPrunes = 0
+    /// The background count of its targets (asked for by its `start`) has not come back
+    /// (`targetsCounted`, with a number or failed). A superseded run's `skipped` is its
+    /// targets not reached, so it stays draining until the count is in: finished before,
+    /// its targets would be what it had sent and `skipped` 0.
+    var countPending = false
 
     // Pruning guard (its tally is `counters.answers` and `counters.invalid`).
     var guardTripped = false
