@@ -129,6 +129,7 @@ fi
 
 echo "== part 2: one worker, CPU-bound (no added latency, 2 connections), $M tokens"
 start_sim --no-ledger --max-streams 1000 --streams-before-auth 1000 --threads 2
+SIM2_PID=${PIDS[${#PIDS[@]}-1]} # part 2's simulator (start_sim appends it; PIDS[0] is no longer a simulator)
 make_tokens "$M" "$WORK/tokens-m.txt"
 declare -A CPU_RATE
 BACKENDS=${BACKENDS:-postgresql sqlite}
@@ -160,14 +161,14 @@ for backend in $BACKENDS; do
   sleep 0.5 # the backends of the commands above have exited (pg_pids must not list them)
   echo 5 > "/proc/${W_PID[1]}/clear_refs" 2>/dev/null || true
   rss0=$(awk '/VmRSS/ { printf "%.1f\n", $2/1024 }' "/proc/${W_PID[1]}/status")
-  pgp=$(pg_pids); w0=$(cpu_of "${W_PID[1]}"); p0=$(cpu_of $pgp); s0=$(cpu_of "${PIDS[0]}")
+  pgp=$(pg_pids); w0=$(cpu_of "${W_PID[1]}"); p0=$(cpu_of $pgp); s0=$(cpu_of "$SIM2_PID")
   if [ "$backend" != sqlite ] && [ -n "${PG_PERF:-}" ]; then
     mkdir -p "$PG_PERF"; perf record -e cpu-clock -F 999 -g -p "$(echo $pgp | tr ' ' ',')" -o "$PG_PERF/part2.$backend.data" > "$PG_PERF/part2.$backend.log" 2>&1 & PERF_PID=$!
   fi
   s=$(fanout_seconds "${W_API[1]}" "$M")
   if [ "$backend" != sqlite ] && [ -n "${PG_PERF:-}" ]; then kill -INT "$PERF_PID" 2>/dev/null || cat "$PG_PERF/part2.$backend.log" >&2; wait "$PERF_PID" 2>/dev/null || true; fi
   # A backend started during the fan-out (a connection opened then) counts from its start.
-  w1=$(cpu_of "${W_PID[1]}"); p1=$(cpu_of $(pg_pids)); s1=$(cpu_of "${PIDS[0]}")
+  w1=$(cpu_of "${W_PID[1]}"); p1=$(cpu_of $(pg_pids)); s1=$(cpu_of "$SIM2_PID")
   CPU_RATE[$backend]=$(python3 -c "print(f'{$M/$s:.0f}')")
   echo "backend=$backend import_tokens_per_second=$(python3 -c "print(f'{$M/($t1-$t0):.0f}')") fanout_seconds=$s" \
     "fanout_per_second=${CPU_RATE[$backend]} rss_at_start_mib=$rss0 peak_rss_mib=$(peak_rss_mib "${W_PID[1]}")" \
