@@ -58,37 +58,34 @@ struct HTTP2RequestCheck {
         flags |= Self.pseudoDisallowed
         // The names nghttp2 has a rule for (its tokens), told apart by length first.
         switch name.count {
-        case 2 where Self.is(name, "te"):
+        case 2 where name.bytesEqual("te"):
             return Self.isValue(value) && Self.equalsIgnoringCase(value, "trailers")
-        case 4 where Self.is(name, "host"):
+        case 4 where name.bytesEqual("host"):
             guard Self.isAuthority(value), flags & Self.host == 0, value.count > 0 else { return false }
             flags |= Self.host
             return true
-        case 7 where Self.is(name, "upgrade"):
+        case 7 where name.bytesEqual("upgrade"):
             return false
-        case 8 where Self.is(name, "priority"):
+        case 8 where name.bytesEqual("priority"):
             guard Self.isValue(value) else { return false }
             if !trailer && flags & Self.badPriority == 0 {
-                var u = urgency
-                var i = incremental
-                if HTTP2Priority.parse(value, urgency: &u, incremental: &i) {
-                    urgency = u
-                    incremental = i
+                // `parse` leaves both untouched when it fails.
+                if HTTP2Priority.parse(value, urgency: &urgency, incremental: &incremental) {
                     flags |= Self.priority
                 } else {
                     flags = (flags & ~Self.priority) | Self.badPriority
                 }
             }
             return true
-        case 10 where Self.is(name, "connection") || Self.is(name, "keep-alive"):
+        case 10 where name.bytesEqual("connection") || name.bytesEqual("keep-alive"):
             return false
-        case 14 where Self.is(name, "content-length"):
+        case 14 where name.bytesEqual("content-length"):
             guard Self.isValue(value), contentLength == -1 else { return false }
             contentLength = Self.parseUInt(value)
             return contentLength != -1
-        case 16 where Self.is(name, "proxy-connection"):
+        case 16 where name.bytesEqual("proxy-connection"):
             return false
-        case 17 where Self.is(name, "transfer-encoding"):
+        case 17 where name.bytesEqual("transfer-encoding"):
             return false
         default:
             return Self.isValue(value)
@@ -104,7 +101,7 @@ struct HTTP2RequestCheck {
             return true
         }
         switch name.count {
-        case 5 where Self.is(name, ":path"):
+        case 5 where name.bytesEqual(":path"):
             guard Self.isPath(value), once(Self.path) else { return false }
             if value[0] == UInt8(ascii: "/") {
                 flags |= Self.pathRegular
@@ -112,17 +109,17 @@ struct HTTP2RequestCheck {
                 flags |= Self.pathAsterisk
             }
             return true
-        case 7 where Self.is(name, ":method"):
+        case 7 where name.bytesEqual(":method"):
             guard Self.isMethod(value), once(Self.method) else { return false }
-            if value.count == 7 && Self.is(value, "CONNECT") {
+            if value.bytesEqual("CONNECT") {
                 flags |= Self.methodConnect
-            } else if value.count == 7 && Self.is(value, "OPTIONS") {
+            } else if value.bytesEqual("OPTIONS") {
                 flags |= Self.methodOptions
             }
             return true
-        case 7 where Self.is(name, ":scheme"):
+        case 7 where name.bytesEqual(":scheme"):
             // "https" as every client sends it, without the general checks.
-            if Self.is(value, "https") {
+            if value.bytesEqual("https") {
                 guard once(Self.scheme) else { return false }
                 flags |= Self.schemeHTTP
                 return true
@@ -130,7 +127,7 @@ struct HTTP2RequestCheck {
             guard Self.isScheme(value), once(Self.scheme) else { return false }
             if Self.equalsIgnoringCase(value, "http") || Self.equalsIgnoringCase(value, "https") { flags |= Self.schemeHTTP }
             return true
-        case 10 where Self.is(name, ":authority"):
+        case 10 where name.bytesEqual(":authority"):
             return Self.isAuthority(value) && once(Self.authority)
         default:
             // `:protocol` (no SETTINGS_ENABLE_CONNECT_PROTOCOL sent), `:status`, any other.
@@ -173,11 +170,6 @@ struct HTTP2RequestCheck {
     private var effectiveContentLength: Int64 { flags & Self.methodConnect != 0 ? -1 : contentLength }
 
     // MARK: - characters
-
-    @inline(__always)
-    static func `is`(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
-        b.count == s.utf8CodeUnitCount && bytesMatch(b.baseAddress!, s.utf8Start, b.count)
-    }
 
     static func equalsIgnoringCase(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
         guard b.count == s.utf8CodeUnitCount else { return false }
@@ -242,13 +234,20 @@ struct HTTP2RequestCheck {
     /// for a name shorter than a word.
     @inline(__always)
     static func isName(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
-        let table = tables.bytes + Tables.name
+        words(p, n, tables.bytes + Tables.name, plain: plainName)
+    }
+
+    /// True when every byte of `p[0..<n]` is allowed by `table`: eight bytes at a time (the
+    /// last word overlapping the one before), a word that `plain` passes without looking
+    /// at the table; the table for any other word and for fewer than eight bytes.
+    @inline(__always)
+    static func words(_ p: UnsafePointer<UInt8>, _ n: Int, _ table: UnsafePointer<UInt8>, plain: (UInt64) -> Bool) -> Bool {
         guard n >= 8 else { return all(table, p, n) }
         let raw = UnsafeRawPointer(p)
         var i = 0
         while true {
             let at = min(i, n - 8)
-            if !plainName(raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)) && !all(table, p + at, 8) { return false }
+            if !plain(raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)) && !all(table, p + at, 8) { return false }
             if at == n - 8 { return true }
             i += 8
         }
@@ -306,28 +305,20 @@ struct HTTP2RequestCheck {
     }
 
     /// True when every byte is in `table`, for a table that holds every byte from `below`
-    /// to 0x7E and from 0x80 up: eight bytes at a time (the last word overlapping the one
-    /// before), the table only for a word with a byte under `below` or a DEL, or for a value
-    /// shorter than a word.
+    /// to 0x7E and from 0x80 up (`words`): the table only for a word with a byte under
+    /// `below` or a DEL, or for a value shorter than a word.
     @inline(__always)
     static func scan(_ p: UnsafePointer<UInt8>, _ n: Int, below: UInt8, _ table: UnsafePointer<UInt8>) -> Bool {
-        guard n >= 8 else { return all(table, p, n) }
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let low = ones &* UInt64(below)
         let del = ones &* 0x7F
-        let raw = UnsafeRawPointer(p)
-        var i = 0
-        while true {
-            let at = min(i, n - 8)
-            let w = raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)
-            // A byte under `below`, or equal to 0x7F (exact as a test of the whole word).
+        return words(p, n, table) { w in
+            // No byte under `below`, none equal to 0x7F (exact as a test of the whole word).
             let under = (w &- low) & ~w & highs
             let x = w ^ del
             let isDel = (x &- ones) & ~x & highs
-            if under | isDel != 0 && !all(table, p + at, 8) { return false }
-            if at == n - 8 { return true }
-            i += 8
+            return under | isDel == 0
         }
     }
 }

@@ -223,13 +223,13 @@ public struct HTTP2ServerRequest: Sendable {
         let s = storage
         if name.count > 0 && name[0] == UInt8(ascii: ":") {
             let i = Int16(truncatingIfNeeded: s.count)
-            if Self.named(name, ":path") {
+            if name.bytesEqual(":path") {
                 s.pseudo.path = i
-            } else if Self.named(name, ":method") {
+            } else if name.bytesEqual(":method") {
                 s.pseudo.method = i
-            } else if Self.named(name, ":scheme") {
+            } else if name.bytesEqual(":scheme") {
                 s.pseudo.scheme = i
-            } else if Self.named(name, ":authority") {
+            } else if name.bytesEqual(":authority") {
                 s.pseudo.authority = i
             } else {
                 return
@@ -239,11 +239,6 @@ public struct HTTP2ServerRequest: Sendable {
             s.regularCount += 1
             s.append(name: name, value: value)
         }
-    }
-
-    @inline(__always)
-    static func named(_ b: UnsafeBufferPointer<UInt8>, _ s: StaticString) -> Bool {
-        b.count == s.utf8CodeUnitCount && bytesMatch(b.baseAddress!, s.utf8Start, b.count)
     }
 
     /// Calls `body` with each regular field's index in `fields` and its name's bytes (valid
