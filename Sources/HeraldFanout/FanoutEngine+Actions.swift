@@ -244,7 +244,7 @@ extension FanoutEngine {
         let kind = s.kind
         let shards = s.shards
         let logger = self.logger
-        DispatchQueue.global().async { [weak self] in
+        background { [weak self] in
             do {
                 self?.post(.targets(id, try store.countSubscriptions(channelNum: num, kind: kind, shards: shards)))
             } catch {
@@ -339,7 +339,7 @@ extension FanoutEngine {
         let logger = self.logger
         let metrics = self.metrics
         let sweepsSubscriptions = config.sweepsSubscriptions
-        DispatchQueue.global().async {
+        background {
             do {
                 let subs = sweepsSubscriptions ? try store.sweepExpiredSubscriptions(limit: 100_000) : 0
                 let (activity, pushToStart) = try store.subscriptionTotals()

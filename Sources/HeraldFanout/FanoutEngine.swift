@@ -26,6 +26,10 @@ public final class FanoutEngine: @unchecked Sendable {
     public let observer = Locked<(any FanoutObserver)?>(nil)
     /// What lease deadlines are measured on (monotonic; a manual clock in tests).
     let leaseClock: WallClock
+    /// Where storage work off the engine thread runs (a run's target count, the sweep): a
+    /// global queue; a test that drives the engine turn by turn runs it between turns.
+    /// Set before the first turn.
+    var background: @Sendable (@escaping @Sendable () -> Void) -> Void = { DispatchQueue.global().async(execute: $0) }
     /// Stops the storage's event feed (nil: it has none).
     private var stopFeed: (@Sendable () -> Void)?
 

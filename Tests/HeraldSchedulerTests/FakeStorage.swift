@@ -61,10 +61,6 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
     /// While true every scan throws (the database unreachable); `scans` counts the calls.
     let scanOutage = Locked(false)
     let scans = Locked(0)
-    /// When set, every count of targets (the engine's background `countSubscriptions`)
-    /// waits until it is signalled once, then lets the others through: a count that comes
-    /// back late, whenever the test says.
-    let countHold = Locked<DispatchSemaphore?>(nil)
 
     init(clock: WallClock) { self.clock = clock }
 
@@ -266,10 +262,6 @@ final class FakeStorage: FanoutStorage, @unchecked Sendable {
     }
 
     func countSubscriptions(channelNum: Int64, kind: SubscriptionKind) throws -> Int64 {
-        if let hold = countHold.withLock({ $0 }) {
-            hold.wait()
-            hold.signal()
-        }
         let now = clock.nowSeconds()
         return read { s in Int64(live(s, channelNum, kind, now: now).count) }
     }

@@ -19,6 +19,12 @@ final class Harness {
     private(set) var engine: FanoutEngine
     /// Engines replaced by `crash()` (kept so their late answers go nowhere).
     private var dead: [FanoutEngine] = []
+    /// The engines' background work (target counts, the sweep), run on the test's thread
+    /// after each turn, in order, unless `holdBackground`: every run of a test takes the
+    /// same steps, however loaded the machine.
+    let background = Locked<[@Sendable () -> Void]>([])
+    /// While true, background work waits (a count that comes back late, when the test says).
+    var holdBackground = false
 
     init(
         capacity: Int = 1_000_000, shared: FakeStorage.SharedLease? = nil, _ configure: (inout FanoutConfig) -> Void = { _ in }
@@ -34,6 +40,7 @@ final class Harness {
         engine = FanoutEngine(
             store: storage, transports: SharedTransports(tokens: tokens, broadcast: broadcast), config: c, logger: .discard,
             metrics: metrics, leaseClock: clock)
+        engine.background = { [background] work in background.withLock { $0.append(work) } }
         engine.startFeed()
         try engine.resume()
     }
@@ -48,6 +55,7 @@ final class Harness {
         engine = FanoutEngine(
             store: storage, transports: SharedTransports(tokens: tokens, broadcast: broadcast), config: config, logger: .discard,
             metrics: MetricsRegistry(), leaseClock: clock)
+        engine.background = { [background] work in background.withLock { $0.append(work) } }
         engine.startFeed()
         try engine.resume()
     }
@@ -101,7 +109,18 @@ final class Harness {
         for _ in 0..<n {
             _ = engine.turn(wait: 0)
             if commit { storage.commit() }
+            runBackground()
         }
+    }
+
+    /// Runs the background work queued so far (unless `holdBackground`).
+    func runBackground() {
+        guard !holdBackground else { return }
+        let work = background.withLock { w in
+            defer { w.removeAll() }
+            return w
+        }
+        for w in work { w() }
     }
 
     /// Turns, committing and answering everything delivered, until nothing is left to do.

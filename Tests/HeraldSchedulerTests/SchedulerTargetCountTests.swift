@@ -1,4 +1,3 @@
-import Foundation
 import HeraldStore
 import Testing
 
@@ -11,8 +10,7 @@ import Testing
 @Suite struct SchedulerTargetCountTests {
     @Test func aSupersededRunWaitsForItsCountThenRecordsWhatItSkipped() throws {
         let h = try Harness(capacity: 4) { $0.batchSize = 2 }
-        let hold = DispatchSemaphore(value: 0)
-        h.storage.countHold.withLock { $0 = hold }
+        h.holdBackground = true
         try h.channel()
         try h.subscribe(toks(0..<10))
         let u1 = try h.publish(score: 1)
@@ -29,7 +27,7 @@ import Testing
         #expect(h.tokens.inFlight == 0)
         #expect(toks(0..<10).allSatisfy { h.tokens.delivered($0).count <= 1 }, "u2 sent before u1 finished")
 
-        hold.signal()
+        h.holdBackground = false
         h.settle()
         let e1 = try h.event(u1)
         #expect(e1.state == .superseded && e1.supersededBy == u2.id)
