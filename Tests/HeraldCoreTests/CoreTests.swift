@@ -53,6 +53,38 @@ import Testing
         #expect(!Identifiers.isLowercaseUUID("6E1F5B07-7A6C-4B5D-9A43-2B3F0A1C9D8E"))
     }
 
+    /// The word-at-a-time check agrees with the byte loop: every byte value at every one of
+    /// the 36 places of a valid UUID, every length around 36, and random strings of UUID
+    /// characters (each byte only a little off: '/', ':', '`', 'g', 'A'-'F', 0x80 | c).
+    @Test func theWordCheckAgreesWithTheByteLoop() {
+        let valid = Array("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d".utf8)
+        func check(_ b: [UInt8]) {
+            let fast = b.withUnsafeBufferPointer { Identifiers.isLowercaseUUID(bytes: $0) }
+            #expect(fast == Identifiers.isLowercaseUUIDPerByte(b), "\(b)")
+        }
+        check(valid)
+        #expect(valid.withUnsafeBufferPointer { Identifiers.isLowercaseUUID(bytes: $0) })
+        var refused = 0
+        for i in 0..<36 {
+            for v in 0...255 {
+                var b = valid
+                b[i] = UInt8(v)
+                check(b)
+                if !b.withUnsafeBufferPointer({ Identifiers.isLowercaseUUID(bytes: $0) }) { refused += 1 }
+            }
+        }
+        // 32 digit places × (256 − 16) + 4 dash places × 255.
+        #expect(refused == 32 * 240 + 4 * 255)
+        for n in 0..<40 { check(Array(valid.prefix(n)) + Array(repeating: UInt8(ascii: "a"), count: max(0, n - 36))) }
+        let near = Array("0123456789abcdef/:`gABCDEF-".utf8) + [0xB0, 0xE1, 0x00, 0x7F]
+        var rng = FastRandom(seed: 7)
+        for _ in 0..<20_000 {
+            var b = valid
+            for _ in 0..<Int(rng.next() % 3) { b[Int(rng.next() % 36)] = near[Int(rng.next() % UInt64(near.count))] }
+            check(b)
+        }
+    }
+
     @Test func jsonKeepsIntegersApartFromDoubles() throws {
         let v = try JSON.parse(#"{"t":1767225600,"s":50.5,"b":true,"n":null}"#)
         #expect(v["t"] == .int(1_767_225_600))
