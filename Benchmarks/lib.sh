@@ -7,6 +7,12 @@ mkdir -p "$OUT"
 bench_setup() {
   "$ROOT/scripts/bootstrap" nghttp2-client curl python3 "$@"
   # NO_BUILD=1: use the release products as they are (while a test build holds .build's lock)
+  # CLEAN_BUILD=1: build the release products from nothing first. An incremental release
+  # build was seen to keep a module's old copy of another module's @inlinable code (the
+  # simulator still ran HeraldCore's previous isLowercaseUUID): before/after figures want it.
+  if [ -n "${CLEAN_BUILD:-}" ] && [ -z "${NO_BUILD:-}" ]; then
+    rm -rf "$ROOT/.build/release" "$ROOT/.build/$(uname -m)-unknown-linux-gnu/release"
+  fi
   [ -n "${NO_BUILD:-}" ] || (cd "$ROOT" && swift build -c release --product herald >&2 && swift build -c release --product herald-bench >&2)
   HERALD="$ROOT/.build/release/herald"
   BENCH="$ROOT/.build/release/herald-bench"
@@ -21,12 +27,14 @@ free_port() {
 }
 
 # Starts the simulator (HERALD_SIM: another build's binary, for before/after); sets SIM_PORT, SIM_CONTROL, SIM_DIR, SIM_KEY, SIM_KEY_ID, SIM_TEAM_ID.
+# SIM_WRAP: a command the simulator runs under (words; e.g. valgrind's), SIM_PID its process.
 start_sim() {
   SIM_PORT=$(free_port); SIM_CONTROL=$(free_port); SIM_DIR="$WORK/sim"
-  "${HERALD_SIM:-$HERALD}" apns-sim --listen "127.0.0.1:$SIM_PORT" --control "127.0.0.1:$SIM_CONTROL" --dir "$SIM_DIR" "$@" \
+  # shellcheck disable=SC2086
+  ${SIM_WRAP:-} "${HERALD_SIM:-$HERALD}" apns-sim --listen "127.0.0.1:$SIM_PORT" --control "127.0.0.1:$SIM_CONTROL" --dir "$SIM_DIR" "$@" \
     > "$WORK/sim.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$SIM_CONTROL/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+  SIM_PID=$!; PIDS+=($SIM_PID)
+  for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$SIM_CONTROL/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
   SIM_KEY=$(ls "$SIM_DIR"/AuthKey_*.p8)
   SIM_KEY_ID=$(basename "$SIM_KEY" .p8 | sed 's/AuthKey_//')
   SIM_TEAM_ID=$(python3 -c "import json;print(json.load(open('$SIM_DIR/identity.json'))['team_id'])")

@@ -3,10 +3,14 @@
 # do not move with the machine's other work: the simulator (--no-ledger --threads 2, or with
 # the ledger) and nghttpd (Debian's nghttp2-server, answering 404) each run under
 # `valgrind --tool=callgrind`, instrumented only while `h2load -i` sends N requests over
-# 2 × 1000 streams, after a warm-up of 2000 on other connections. User space only.
+# 2 × 1000 streams, after a warm-up of 2000 on other connections. User space only. The
+# connections' own work (TLS handshakes, SETTINGS, the close) is taken off as poolinstr.sh
+# takes it off Herald and h2load: a run of one request per connection is counted the same
+# way first, and subtracted (`with_connections=` keeps the figure with it).
 #
 #   simulator_instructions_per_request=   nghttpd_instructions_per_request=
 #   simulator_vs_nghttpd_instructions=
+#   simulator_with_connections_per_request=   nghttpd_with_connections_per_request=
 #
 #   Benchmarks/siminstr.sh [N]          default 20000 (valgrind runs them ~50× slower)
 #   LEDGER=1 Benchmarks/siminstr.sh     the simulator with its ledger
@@ -30,13 +34,24 @@ count() { # PID PORT OUT_PREFIX
   local h=(-H "authorization: bearer $jwt" -H "apns-push-type: liveactivity"
     -H "apns-topic: com.example.app.push-type.liveactivity" -H "apns-priority: 5")
   h2load -n 2000 -c 2 -m 1000 -t 1 -d "$PAYLOAD" -i "$WORK/uris.$2.txt" "${h[@]}" > /dev/null 2>&1
+  # Dump 1: one request on each of 2 new connections (their handshakes, SETTINGS and close).
+  callgrind_control -i on "$1" > /dev/null
+  h2load -n 2 -c 2 -m 1 -t 1 -d "$PAYLOAD" -i "$WORK/uris.$2.txt" "${h[@]}" > "$WORK/h2start.$2.txt" 2>&1
+  callgrind_control -i off "$1" > /dev/null
+  callgrind_control -d "$1" > /dev/null
+  # Dump 2: the N requests on 2 new connections.
   callgrind_control -i on "$1" > /dev/null
   h2load -n "$N" -c 2 -m 1000 -t 1 -d "$PAYLOAD" -i "$WORK/uris.$2.txt" "${h[@]}" > "$WORK/h2load.$2.txt" 2>&1
   callgrind_control -i off "$1" > /dev/null
   callgrind_control -d "$1" > /dev/null
   sleep 1
+  grep -q "requests: 2 total, 2 started, 2 done" "$WORK/h2start.$2.txt" || { cat "$WORK/h2start.$2.txt" >&2; exit 1; }
   grep -q "requests: $N total, $N started, $N done" "$WORK/h2load.$2.txt" || { cat "$WORK/h2load.$2.txt" >&2; exit 1; }
-  cat "$3"* | awk -v n="$N" '/^totals:/ { s += $2 } END { printf "%.0f\n", s / n }'
+  local start all
+  start=$(awk '/^totals:/ { print $2 }' "$3"1)
+  all=$(awk '/^totals:/ { print $2 }' "$3"2)
+  # "per request" (the connections' work off), then "with the connections".
+  awk -v s="$start" -v a="$all" -v n="$N" 'BEGIN { printf "%.0f %.0f\n", (a - s) / (n - 2), a / n }'
 }
 
 SIM_PORT=$(free_port); SIM_CONTROL=$(free_port); SIM_DIR="$WORK/sim"
@@ -48,7 +63,8 @@ for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$SIM_CONTROL/healthz" >/dev
 SIM_KEY=$(ls "$SIM_DIR"/AuthKey_*.p8)
 SIM_KEY_ID=$(basename "$SIM_KEY" .p8 | sed 's/AuthKey_//')
 SIM_TEAM_ID=$(python3 -c "import json;print(json.load(open('$SIM_DIR/identity.json'))['team_id'])")
-SIM_IR=$(count "$SIM_PID" "$SIM_PORT" "$WORK/sim.cg.")
+SIM_OUT=$(count "$SIM_PID" "$SIM_PORT" "$WORK/sim.cg.")
+read -r SIM_IR SIM_ALL <<< "$SIM_OUT"
 
 NGHTTPD_PORT=$(free_port)
 mkdir -p "$WORK/htdocs"
@@ -56,9 +72,12 @@ valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$WORK/nghttpd
   "$NGHTTPD_PORT" "$SIM_DIR/sim-key.pem" "$SIM_DIR/sim-cert.pem" > "$WORK/nghttpd.log" 2>&1 &
 NGHTTPD_PID=$!; PIDS+=($NGHTTPD_PID)
 for _ in $(seq 1 100); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $NGHTTPD_PORT), 0.2)" 2>/dev/null && break; sleep 0.2; done
-NG_IR=$(count "$NGHTTPD_PID" "$NGHTTPD_PORT" "$WORK/nghttpd.cg.")
+NG_OUT=$(count "$NGHTTPD_PID" "$NGHTTPD_PORT" "$WORK/nghttpd.cg.")
+read -r NG_IR NG_ALL <<< "$NG_OUT"
 
 if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$WORK"/sim.cg.* "$WORK"/nghttpd.cg.* "$KEEP"/; fi
 echo "simulator_instructions_per_request=$SIM_IR"
 echo "nghttpd_instructions_per_request=$NG_IR"
 echo "simulator_vs_nghttpd_instructions=$(ratio "$SIM_IR" "$NG_IR")"
+echo "simulator_with_connections_per_request=$SIM_ALL"
+echo "nghttpd_with_connections_per_request=$NG_ALL"
