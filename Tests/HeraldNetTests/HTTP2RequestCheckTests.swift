@@ -340,13 +340,26 @@ func frames(_ b: [UInt8]) -> [(type: UInt8, stream: Int32, code: UInt32)] {
     }
 
     /// The character classes against nghttp2's own functions, on strings made mostly of the
-    /// bytes at the edges of each class (every length to 40, so the eight-byte scan and its tail
-    /// are both exercised).
+    /// bytes at the edges of each class (every length to 80, so the sixteen-byte scan, the
+    /// eight-byte scan and their tails are all exercised); then every byte value at every place
+    /// of values and paths around the sixteen-byte blocks' edges.
     @Test func characterClassesMatchNghttp2() {
         var rng = XorShift(state: 42)
         let edges: [UInt8] = [0x00, 0x08, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x21, 0x22, 0x3A, 0x41, 0x5A, 0x61, 0x7A, 0x7E, 0x7F, 0x80, 0xFF]
+        for len in [15, 16, 17, 24, 31, 32, 33, 47] {
+            for at in 0..<len {
+                for byte in 0...255 {
+                    var v = [UInt8](repeating: UInt8(ascii: "a"), count: len)
+                    v[at] = UInt8(byte)
+                    v.withUnsafeBufferPointer { p in
+                        #expect(HTTP2RequestCheck.isValue(p) == (nghttp2_check_header_value_rfc9113(p.baseAddress, len) != 0), "\(v)")
+                        #expect(HTTP2RequestCheck.isPath(p) == (nghttp2_check_path(p.baseAddress, len) != 0), "\(v)")
+                    }
+                }
+            }
+        }
         for _ in 0..<20_000 {
-            let len = Int(rng.next() % 41)
+            let len = Int(rng.next() % 81)
             var v = (0..<len).map { _ in UInt8(ascii: "a") }
             for _ in 0..<Int(rng.next() % 3) where len > 0 { v[Int(rng.next() % UInt64(len))] = edges.randomElement(using: &rng)! }
             if rng.next() % 4 == 0 && len > 0 { v[Int(rng.next() % UInt64(len))] = UInt8(truncatingIfNeeded: rng.next()) }
