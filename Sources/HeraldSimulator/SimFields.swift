@@ -1,4 +1,5 @@
 import Glibc
+import HeraldCore
 import HeraldNet
 
 /// Where the fields the simulator reads are in a request (reference §3.1, §4.1), found in
@@ -13,6 +14,10 @@ struct SimFields {
     var id = -1
     var collapseID = -1
     var requestID = -1
+    /// The id an answer echoes: `apns-id` when sent, else `apns-request-id`, when it is a
+    /// lower-case UUID; -1 otherwise. Checked once here (the answer's echo and the token
+    /// route's `BadMessageId` both read it).
+    var echo = -1
     var duplicate = false
 
     /// The fields of `r` (tests; the handler reads them in place).
@@ -69,6 +74,8 @@ struct SimFields {
             if seen & bit != 0 { duplicate = true }
             seen |= bit
         }
+        let sent = id >= 0 ? id : requestID
+        if sent >= 0 && Identifiers.isLowercaseUUID(bytes: r.value(at: sent)) { echo = sent }
         // Two fields of other names may be the same one: compare those pairwise.
         if !duplicate && others > 1 {
             if others > 4 {

@@ -52,7 +52,8 @@ extension SimulatorHandler {
             // A short value makes a String without allocating.
             guard let v = Int64(String(decoding: e, as: UTF8.self)), v >= 0 else { return .error(400, "BadExpirationDate") }
         }
-        if let id = SimFields.value(b, f.id), !Identifiers.isLowercaseUUID(bytes: id) { return .error(400, "BadMessageId") }
+        // An `apns-id` that is not a lower-case UUID is not echoed (`SimFields.echo`).
+        if f.id >= 0 && f.echo != f.id { return .error(400, "BadMessageId") }
         if let cid = SimFields.value(b, f.collapseID), cid.count > 64 { return .error(400, "BadCollapseId") }
         if r.bodySize == 0 { return .error(400, "PayloadEmpty") }
         let limit = kind == .voip ? 5120 : 4096

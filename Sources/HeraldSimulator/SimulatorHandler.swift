@@ -141,17 +141,16 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         // Ids differ per answer: kept out of the HPACK table (reference §1.4), which saves
         // both sides an insertion and an eviction per answer.
         let token = b.path.bytesHavePrefix("/3/")
-        let echo = SimFields.value(b, f.id) ?? SimFields.value(b, f.requestID)
-        let echoed = echo.map { Identifiers.isLowercaseUUID(bytes: $0) } ?? false
+        let echo = SimFields.value(b, f.echo)
         st.counts.answered(answer.status)
         if answer.status == 200 && token && answer.reason == nil && answer.headers.isEmpty && answer.body == nil {
             // The hot answer: the connection's prebuilt fields, the two ids rewritten in place.
             if var first = st.okFirst.take() {
-                Self.writeIDs(&first, echoed ? echo : nil, st)
+                Self.writeIDs(&first, echo, st)
                 send(r.streamID, answer.status, first, [], st, c)
                 return finish(r, st, c)
             }
-            Self.writeIDs(&st.ok, echoed ? echo : nil, st)
+            Self.writeIDs(&st.ok, echo, st)
             send(r.streamID, answer.status, st.ok, [], st, c)
             return finish(r, st, c)
         }
@@ -159,7 +158,7 @@ final class SimulatorHandler: HTTP2ServerDelegate, @unchecked Sendable {
         st.response.removeAll()
         for (name, value) in answer.headers { st.response.append(name, value) }
         let idName: StaticString = token ? "apns-id" : "apns-request-id"
-        if echoed, let id = echo {
+        if let id = echo {
             st.response.append(idName, bytes: id, noIndex: true)
         } else {
             st.response.append(uuid: HTTP2UUIDField(name: idName, high: st.random.next(), low: st.random.next()))

@@ -36,4 +36,22 @@ import Testing
         let f = SimFields(request([("user-agent", "x"), ("apns-topic", "t"), ("apns-priority", "5"), ("authorization", "b")]))
         #expect(f.topic == 3 && f.priority == 4 && f.authorization == 5 && f.id == -1)
     }
+
+    /// The id an answer echoes: `apns-id` when sent and a lower-case UUID; an invalid
+    /// `apns-id` is echoed by neither field (the token route answers BadMessageId); else
+    /// `apns-request-id` when it is one.
+    @Test func echoesTheIDOnlyWhenItIsALowerCaseUUID() {
+        let uuid = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+        let cases: [([(String, String)], Int)] = [
+            ([("apns-topic", "t"), ("apns-id", uuid)], 3),
+            ([("apns-id", uuid.uppercased()), ("apns-request-id", uuid)], -1),
+            ([("apns-id", "x"), ("apns-request-id", uuid)], -1),
+            ([("apns-request-id", uuid)], 2),
+            ([("apns-request-id", String(uuid.dropLast()))], -1),
+            ([("apns-topic", "t")], -1),
+        ]
+        for (fields, echo) in cases {
+            #expect(SimFields(request(fields)).echo == echo, "\(fields)")
+        }
+    }
 }
