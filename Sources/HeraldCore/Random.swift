@@ -77,7 +77,7 @@ public enum Identifiers {
     /// The byte-by-byte check (a collection without contiguous storage; the reference the
     /// word check is tested against).
     @inlinable
-    public static func isLowercaseUUIDPerByte(_ u: some Collection<UInt8>) -> Bool {
+    static func isLowercaseUUIDPerByte(_ u: some Collection<UInt8>) -> Bool {
         guard u.count == 36 else { return false }
         for (i, c) in u.enumerated() {
             if i == 8 || i == 13 || i == 18 || i == 23 {
