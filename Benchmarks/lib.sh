@@ -40,6 +40,18 @@ start_sim() {
   SIM_TEAM_ID=$(python3 -c "import json;print(json.load(open('$SIM_DIR/identity.json'))['team_id'])")
 }
 
+# callgrind: counts PID's instructions while COMMAND runs (instrumentation on, the command,
+# off), then dumps them: the next PREFIX.N file of the process's --callgrind-out-file.
+cg_window() { # PID COMMAND...
+  local pid=$1; shift
+  callgrind_control -i on "$pid" > /dev/null
+  "$@"
+  callgrind_control -i off "$pid" > /dev/null
+  callgrind_control -d "$pid" > /dev/null
+}
+# The instruction total of one callgrind output file.
+cg_total() { awk '/^totals:/ { print $2 }' "$1"; }
+
 sim_accepted() { curl -s "http://127.0.0.1:$SIM_CONTROL/stats" | python3 -c 'import json,sys;print(json.load(sys.stdin)["accepted"])'; }
 sim_reset() { curl -s -X POST "http://127.0.0.1:$SIM_CONTROL/reset" >/dev/null; }
 

@@ -26,9 +26,9 @@ BENCH=${HERALD_BENCH:-$BENCH}
 echo "load: $(uptime)"
 if [ -n "${SIM_INSTR:-}" ]; then
   SIM_WRAP="valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$WORK/sim.cg"
-  CG_BENCH=(); CG_H2=()
+  CG_BENCH=()
 else
-  CG_BENCH=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$WORK/pool.cg"); CG_H2=(valgrind --tool=callgrind)
+  CG_BENCH=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$WORK/pool.cg")
 fi
 start_sim --no-ledger --threads 2 --max-streams "$S" --streams-before-auth "$S"
 # The process whose instructions are counted: Herald's driver, or the simulator.
@@ -57,13 +57,16 @@ touch "$GATE/stop"
 wait "$BENCH_PID" || { cat "$WORK/pool.txt" "$WORK/pool.err" >&2; exit 1; }
 grep -q "^pool_delivered=$N$" "$WORK/pool.txt" || { cat "$WORK/pool.txt" >&2; exit 1; }
 JWT=$(make_jwt)
-h2() { # N STREAMS OUT
-  [ -z "${SIM_INSTR:-}" ] || callgrind_control -i on "$SIM_PID" > /dev/null
-  "${CG_H2[@]}" ${CG_H2:+--callgrind-out-file="$3"} h2load -n "$1" -c "$C" -m "$2" -t 1 -d "$PAYLOAD" -i "$WORK/uris.txt" \
-    -H "authorization: bearer $JWT" -H "apns-push-type: liveactivity" \
-    -H "apns-topic: com.example.app.push-type.liveactivity" -H "apns-priority: 5" > "$3.txt" 2>&1
+h2() { # N STREAMS OUT: h2load under callgrind (OUT), or natively with the simulator counted
+  local run=(h2load -n "$1" -c "$C" -m "$2" -t 1 -d "$PAYLOAD" -i "$WORK/uris.txt"
+    -H "authorization: bearer $JWT" -H "apns-push-type: liveactivity"
+    -H "apns-topic: com.example.app.push-type.liveactivity" -H "apns-priority: 5")
+  if [ -n "${SIM_INSTR:-}" ]; then
+    cg_window "$SIM_PID" "${run[@]}" > "$3.txt" 2>&1
+  else
+    valgrind --tool=callgrind --callgrind-out-file="$3" "${run[@]}" > "$3.txt" 2>&1
+  fi
   grep -q "requests: $1 total, $1 started, $1 done, $1 succeeded" "$3.txt" || { cat "$3.txt" >&2; exit 1; }
-  [ -z "${SIM_INSTR:-}" ] || { callgrind_control -i off "$SIM_PID" > /dev/null; callgrind_control -d "$SIM_PID" > /dev/null; }
 }
 if [ -n "${SIM_INSTR:-}" ]; then
   # Dump 1: Herald's window; 2: h2load's start-up run; 3: h2load's N requests.
@@ -71,9 +74,8 @@ if [ -n "${SIM_INSTR:-}" ]; then
   h2 "$C" 1 "$WORK/h2start"
   h2 "$N" "$S" "$WORK/h2load"
   sleep 1
-  total() { awk '/^totals:/ { print $2 }' "$WORK/sim.cg.$1"; }
-  echo "simulator_instructions_herald_half=$(( $(total 1) / N ))"
-  echo "simulator_instructions_h2load_half=$(( ($(total 3) - $(total 2)) / (N - C) ))"
+  echo "simulator_instructions_herald_half=$(( $(cg_total "$WORK/sim.cg.1") / N ))"
+  echo "simulator_instructions_h2load_half=$(( ($(cg_total "$WORK/sim.cg.3") - $(cg_total "$WORK/sim.cg.2")) / (N - C) ))"
   [ -z "${KEEP_PROFILE:-}" ] || { cp "$WORK"/sim.cg.* "$KEEP_PROFILE"/; echo "profiles kept in $KEEP_PROFILE"; }
   echo "load_after: $(uptime)"
   exit 0

@@ -34,35 +34,22 @@ count() { # PID PORT OUT_PREFIX
   local h=(-H "authorization: bearer $jwt" -H "apns-push-type: liveactivity"
     -H "apns-topic: com.example.app.push-type.liveactivity" -H "apns-priority: 5")
   h2load -n 2000 -c 2 -m 1000 -t 1 -d "$PAYLOAD" -i "$WORK/uris.$2.txt" "${h[@]}" > /dev/null 2>&1
-  # Dump 1: one request on each of 2 new connections (their handshakes, SETTINGS and close).
-  callgrind_control -i on "$1" > /dev/null
-  h2load -n 2 -c 2 -m 1 -t 1 -d "$PAYLOAD" -i "$WORK/uris.$2.txt" "${h[@]}" > "$WORK/h2start.$2.txt" 2>&1
-  callgrind_control -i off "$1" > /dev/null
-  callgrind_control -d "$1" > /dev/null
-  # Dump 2: the N requests on 2 new connections.
-  callgrind_control -i on "$1" > /dev/null
-  h2load -n "$N" -c 2 -m 1000 -t 1 -d "$PAYLOAD" -i "$WORK/uris.$2.txt" "${h[@]}" > "$WORK/h2load.$2.txt" 2>&1
-  callgrind_control -i off "$1" > /dev/null
-  callgrind_control -d "$1" > /dev/null
+  # Dump 1: one request on each of 2 new connections (their handshakes, SETTINGS and close);
+  # dump 2: the N requests on 2 new connections.
+  cg_window "$1" h2load -n 2 -c 2 -m 1 -t 1 -d "$PAYLOAD" -i "$WORK/uris.$2.txt" "${h[@]}" > "$WORK/h2start.$2.txt" 2>&1
+  cg_window "$1" h2load -n "$N" -c 2 -m 1000 -t 1 -d "$PAYLOAD" -i "$WORK/uris.$2.txt" "${h[@]}" > "$WORK/h2load.$2.txt" 2>&1
   sleep 1
   grep -q "requests: 2 total, 2 started, 2 done" "$WORK/h2start.$2.txt" || { cat "$WORK/h2start.$2.txt" >&2; exit 1; }
   grep -q "requests: $N total, $N started, $N done" "$WORK/h2load.$2.txt" || { cat "$WORK/h2load.$2.txt" >&2; exit 1; }
   local start all
-  start=$(awk '/^totals:/ { print $2 }' "$3"1)
-  all=$(awk '/^totals:/ { print $2 }' "$3"2)
+  start=$(cg_total "$3"1)
+  all=$(cg_total "$3"2)
   # "per request" (the connections' work off), then "with the connections".
   awk -v s="$start" -v a="$all" -v n="$N" 'BEGIN { printf "%.0f %.0f\n", (a - s) / (n - 2), a / n }'
 }
 
-SIM_PORT=$(free_port); SIM_CONTROL=$(free_port); SIM_DIR="$WORK/sim"
-valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$WORK/sim.cg" "${HERALD_SIM:-$HERALD}" apns-sim \
-  --listen "127.0.0.1:$SIM_PORT" --control "127.0.0.1:$SIM_CONTROL" --dir "$SIM_DIR" "${LEDGER_ARGS[@]}" --threads 2 \
-  --max-streams 1000 --streams-before-auth 1000 > "$WORK/sim.log" 2>&1 &
-SIM_PID=$!; PIDS+=($SIM_PID)
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$SIM_CONTROL/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
-SIM_KEY=$(ls "$SIM_DIR"/AuthKey_*.p8)
-SIM_KEY_ID=$(basename "$SIM_KEY" .p8 | sed 's/AuthKey_//')
-SIM_TEAM_ID=$(python3 -c "import json;print(json.load(open('$SIM_DIR/identity.json'))['team_id'])")
+SIM_WRAP="valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$WORK/sim.cg" \
+  start_sim "${LEDGER_ARGS[@]}" --threads 2 --max-streams 1000 --streams-before-auth 1000
 SIM_OUT=$(count "$SIM_PID" "$SIM_PORT" "$WORK/sim.cg.")
 read -r SIM_IR SIM_ALL <<< "$SIM_OUT"
 
