@@ -19,16 +19,18 @@
 #       window (connections up), h2load's with its one-request-per-connection run taken off.
 #       simulator_instructions_herald_half=  simulator_instructions_h2load_half=
 #       (compare with herald_instructions_per_push= of a run without SIM_INSTR)
+#   CALLGRIND_OPTS="--cache-sim=yes --branch-sim=yes"     callgrind's cache and branch models too
+#       (with KEEP_PROFILE=dir: `callgrind_annotate --show=Ir,I1mr,Bcm,Bim`)
 source "$(dirname "$0")/lib.sh"
 N=${1:-20000}; C=${2:-2}; S=${3:-1000}
 bench_setup valgrind
 BENCH=${HERALD_BENCH:-$BENCH}
 echo "load: $(uptime)"
 if [ -n "${SIM_INSTR:-}" ]; then
-  SIM_WRAP="valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$WORK/sim.cg"
+  SIM_WRAP="valgrind --tool=callgrind ${CALLGRIND_OPTS:-} --instr-atstart=no --callgrind-out-file=$WORK/sim.cg"
   CG_BENCH=()
 else
-  CG_BENCH=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$WORK/pool.cg")
+  CG_BENCH=(valgrind --tool=callgrind ${CALLGRIND_OPTS:-} --instr-atstart=no --callgrind-out-file="$WORK/pool.cg")
 fi
 start_sim --no-ledger --threads 2 --max-streams "$S" --streams-before-auth "$S"
 # The process whose instructions are counted: Herald's driver, or the simulator.
@@ -64,7 +66,7 @@ h2() { # N STREAMS OUT: h2load under callgrind (OUT), or natively with the simul
   if [ -n "${SIM_INSTR:-}" ]; then
     cg_window "$SIM_PID" "${run[@]}" > "$3.txt" 2>&1
   else
-    valgrind --tool=callgrind --callgrind-out-file="$3" "${run[@]}" > "$3.txt" 2>&1
+    valgrind --tool=callgrind ${CALLGRIND_OPTS:-} --callgrind-out-file="$3" "${run[@]}" > "$3.txt" 2>&1
   fi
   grep -q "requests: $1 total, $1 started, $1 done, $1 succeeded" "$3.txt" || { cat "$3.txt" >&2; exit 1; }
 }

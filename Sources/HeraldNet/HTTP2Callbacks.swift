@@ -51,24 +51,35 @@ enum HTTP2Callbacks {
         }
     }
 
-    /// Client: `:status` parsed without a String; other fields kept when asked for, or
-    /// when the answer is not a success (their reason matters).
+    /// Client: the field is checked (`HTTP2ResponseCheck`: nghttp2's HTTP messaging is off),
+    /// `:status` parsed without a String; other fields kept when asked for, or when the
+    /// answer is not a success (their reason matters). A malformed field resets the stream
+    /// as nghttp2 would: RST_STREAM(PROTOCOL_ERROR), no more fields of the block, no answer.
     /// A response's fields arrive one after another for one stream: the session keeps the
     /// stream of the last field (`headerStream`), so only a block's first field looks it up
     /// in nghttp2's stream map.
     static let clientHeader: nghttp2_on_header_callback = { raw, frame, name, namelen, value, valuelen, _, ud in
         guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let name, let value else { return 0 }
         let id = frame.pointee.hd.stream_id
-        let cached = withSession(ud) { c -> Unmanaged<HTTP2Session.Stream>? in
-            if let u = c.headerStream, u._withUnsafeGuaranteedRef({ $0.id == id }) { return u }
-            guard let raw, let p = nghttp2_session_get_stream_user_data(raw, id) else { return nil }
+        let (cached, own) = withSession(ud) { c -> (Unmanaged<HTTP2Session.Stream>?, Bool) in
+            if let u = c.headerStream, u._withUnsafeGuaranteedRef({ $0.id == id }) { return (u, c.checksResponses) }
+            guard let raw, let p = nghttp2_session_get_stream_user_data(raw, id) else { return (nil, c.checksResponses) }
             let u = Unmanaged<HTTP2Session.Stream>.fromOpaque(p)
             c.headerStream = u
-            return u
+            return (u, c.checksResponses)
         }
-        cached?._withUnsafeGuaranteedRef { s in
+        guard let cached else { return 0 }
+        let ok = cached._withUnsafeGuaranteedRef { s -> Bool in
             let n = UnsafeBufferPointer(start: name, count: namelen)
-            // The one pseudo-header of a response (RFC 9113 §8.3.2; nghttp2 refuses any other).
+            if own {
+                let trailer = s.response.isTrailer(laterBlock: frame.pointee.headers.cat == NGHTTP2_HCAT_HEADERS)
+                switch s.response.field(n, UnsafeBufferPointer(start: value, count: valuelen), trailer: trailer) {
+                case .keep: break
+                case .drop: return true
+                case .malformed: return false
+                }
+            }
+            // The one pseudo-header of a response (RFC 9113 §8.3.2; checked: three digits).
             if namelen == 7 && name[0] == 58 && name[1] == 115 {
                 var status = 0
                 for i in 0..<valuelen { status = status * 10 + Int(value[i] &- 48) }
@@ -80,8 +91,11 @@ enum HTTP2Callbacks {
                         String(decoding: UnsafeBufferPointer(start: value, count: valuelen), as: UTF8.self)
                     ))
             }
+            return true
         }
-        return 0
+        if ok { return 0 }
+        reject(raw, id)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
     }
 
     /// Server: the field is checked (`HTTP2RequestCheck`: nghttp2's HTTP messaging is off)
@@ -145,9 +159,29 @@ enum HTTP2Callbacks {
         return true
     }
 
+    /// Client: a response's HEADERS frame ended (its headers, a 1xx's or its trailers), or a
+    /// DATA frame that ends the stream; checked, true when the answer may go on. nghttp2
+    /// may close the stream before the RST_STREAM goes out (both sides ended): the stream
+    /// stays marked malformed, so it ends as reset, not answered.
+    static func responseFrameEnded(_ raw: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>, _ s: HTTP2Session.Stream) -> Bool {
+        guard !s.response.isMalformed else { return false }
+        let hd = frame.pointee.hd
+        let end = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        let ok: Bool
+        if hd.type == UInt8(NGHTTP2_HEADERS.rawValue) {
+            ok =
+                s.response.isTrailer(laterBlock: frame.pointee.headers.cat == NGHTTP2_HCAT_HEADERS)
+                ? s.response.trailersEnded(endStream: end) : s.response.headersEnded(endStream: end)
+        } else {
+            ok = s.response.ended()
+        }
+        if !ok { reject(raw, s.id) }
+        return ok
+    }
+
     static let dataChunk: nghttp2_on_data_chunk_recv_callback = { raw, _, streamID, data, len, ud in
         guard let data else { return 0 }
-        let (server, maxBody, own) = withSession(ud) { ($0.role == .server, $0.maxBodyBytes, $0.checksRequests) }
+        let (server, maxBody, own) = withSession(ud) { ($0.role == .server, $0.maxBodyBytes, $0.checksRequests || $0.checksResponses) }
         withStream(raw, streamID) { s in
             let chunk = UnsafeBufferPointer(start: data, count: len)
             if server {
@@ -155,6 +189,11 @@ enum HTTP2Callbacks {
                 guard !own || s.check.data(len) else { return reject(raw, streamID) }
                 s.request.appendBody(chunk, limit: maxBody)
             } else {
+                // The same for a response, and DATA after a 1xx; nothing once it is reset.
+                if own {
+                    guard !s.response.isMalformed else { return }
+                    guard s.response.data(len) else { return reject(raw, streamID) }
+                }
                 let room = maxBody - s.responseBody.count
                 if room > 0 { s.responseBody.append(contentsOf: chunk.prefix(room)) }
             }
@@ -170,7 +209,10 @@ enum HTTP2Callbacks {
             && (hd.type == UInt8(NGHTTP2_HEADERS.rawValue) || hd.type == UInt8(NGHTTP2_DATA.rawValue))
         {
             withSession(ud) { c in
-                guard c.role == .server else { return }
+                guard c.role == .server else {
+                    if c.checksResponses { withStream(raw, hd.stream_id) { s in _ = responseFrameEnded(raw, frame, s) } }
+                    return
+                }
                 withStream(raw, hd.stream_id) { s in
                     if c.checksRequests {
                         if hd.type == UInt8(NGHTTP2_HEADERS.rawValue) {
@@ -200,6 +242,9 @@ enum HTTP2Callbacks {
         case NGHTTP2_HEADERS.rawValue where c.checksRequests:
             // A request's headers (or trailers) without END_STREAM: checked when they end.
             withStream(raw, hd.stream_id) { s in _ = headersEnded(raw, frame, s) }
+        case NGHTTP2_HEADERS.rawValue where c.checksResponses:
+            // A response's headers (a 1xx's, or the final's before its DATA).
+            withStream(raw, hd.stream_id) { s in _ = responseFrameEnded(raw, frame, s) }
         default:
             break
         }
@@ -212,14 +257,16 @@ enum HTTP2Callbacks {
     static let streamClosed: nghttp2_on_stream_close_callback = { raw, streamID, errorCode, ud in
         withSession(ud) { c in
             withStream(raw, streamID) { s in
-                if c.role == .client && s.status != 0 && errorCode == 0 {
+                if c.role == .client && s.status != 0 && errorCode == 0 && !s.response.isMalformed {
                     var headers: [(String, String)] = []
                     var body: [UInt8] = []
                     swap(&headers, &s.headers)
                     swap(&body, &s.responseBody)
                     c.sink.append(.response(streamID, HTTP2Response(status: s.status, headers: headers, body: body), tag: s.tag))
                 } else {
-                    c.sink.append(.streamClosed(streamID, errorCode: errorCode, tag: s.tag))
+                    // A response found malformed, closed by nghttp2 before its reset went out.
+                    let code = errorCode == 0 && s.response.isMalformed ? NGHTTP2_PROTOCOL_ERROR.rawValue : errorCode
+                    c.sink.append(.streamClosed(streamID, errorCode: code, tag: s.tag))
                 }
                 c.retire(s)
             }

@@ -291,5 +291,6 @@ extension HTTP2Session.Stream {
         if !responseBody.isEmpty { responseBody = [] }
         keepHeaders = true
         unanswered = false
+        response = HTTP2ResponseCheck()
     }
 }

@@ -17,6 +17,8 @@ final class HTTP2Session {
     let maxBodyBytes: Int
     /// A server that checks requests itself (`HTTP2RequestCheck`), nghttp2's HTTP messaging off.
     let checksRequests: Bool
+    /// A client that checks responses itself (`HTTP2ResponseCheck`), nghttp2's HTTP messaging off.
+    let checksResponses: Bool
     let raw: OpaquePointer
     /// The session's nghttp2 memory (free lists: a push or a request allocates from them,
     /// not from malloc), client and server alike; nil with `HERALD_NGHTTP2_MALLOC` set.
@@ -63,6 +65,8 @@ final class HTTP2Session {
         var unanswered = false
         /// Server: RFC 9113 §8 as nghttp2 would check it (its HTTP messaging is off).
         var check = HTTP2RequestCheck()
+        /// Client: the same for the response.
+        var response = HTTP2ResponseCheck()
 
         init(id: HTTP2StreamID) {
             self.id = id
@@ -123,23 +127,26 @@ final class HTTP2Session {
 
     /// A session that first advertises `settings`, and opens its connection receive
     /// window to `connectionWindow` when given. Throws if nghttp2 refuses any of it.
-    /// `nghttp2ChecksRequests` (tests only: the reference for `HTTP2RequestCheck`) leaves a
-    /// server's request checks to nghttp2's HTTP messaging instead.
+    /// `nghttp2Checks` (tests only: the reference for `HTTP2RequestCheck` and
+    /// `HTTP2ResponseCheck`) leaves a server's request checks, or a client's response
+    /// checks, to nghttp2's HTTP messaging instead.
     init(
-        role: Role, settings: [HTTP2Setting], connectionWindow: Int32?, maxBodyBytes: Int, nghttp2ChecksRequests: Bool = false
+        role: Role, settings: [HTTP2Setting], connectionWindow: Int32?, maxBodyBytes: Int, nghttp2Checks: Bool = false
     ) throws(HTTP2Error) {
         self.role = role
         self.maxBodyBytes = maxBodyBytes
-        checksRequests = role == .server && !nghttp2ChecksRequests
+        checksRequests = role == .server && !nghttp2Checks
+        checksResponses = role == .client && !nghttp2Checks
         var cbs: OpaquePointer?
         try Self.check(nghttp2_session_callbacks_new(&cbs), "nghttp2_session_callbacks_new")
         defer { nghttp2_session_callbacks_del(cbs) }
         HTTP2Callbacks.install(cbs, role: role)
         var s: OpaquePointer?
         // A server checks requests itself (`HTTP2RequestCheck`, in the header callback that
-        // copies each field anyway): nghttp2's HTTP messaging checks are off on that side.
+        // copies each field anyway), a client its responses (`HTTP2ResponseCheck`):
+        // nghttp2's HTTP messaging checks are off.
         var option: OpaquePointer?
-        if checksRequests {
+        if checksRequests || checksResponses {
             try Self.check(nghttp2_option_new(&option), "nghttp2_option_new")
             nghttp2_option_set_no_http_messaging(option, 1)
         }
@@ -149,10 +156,10 @@ final class HTTP2Session {
             let a = HTTP2Allocator()
             allocator = a
             var mem = a.mem
-            try Self.check(nghttp2_session_client_new3(&s, cbs, nil, nil, &mem), "nghttp2_session_client_new3")
+            try Self.check(nghttp2_session_client_new3(&s, cbs, nil, option, &mem), "nghttp2_session_client_new3")
         case .client:
             allocator = nil
-            try Self.check(nghttp2_session_client_new(&s, cbs, nil), "nghttp2_session_client_new")
+            try Self.check(nghttp2_session_client_new2(&s, cbs, nil, option), "nghttp2_session_client_new2")
         case .server where HTTP2Allocator.enabled:
             // A request costs a server session about as many allocations as a push costs a
             // client (its stream, the header block's literals, the answer's fields).

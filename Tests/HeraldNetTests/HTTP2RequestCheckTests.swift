@@ -93,7 +93,7 @@ func serve(_ requests: [RawRequest], nghttp2Checks: Bool) -> ServerOutcome {
     do {
         let s = try HTTP2Session(
             role: .server, settings: [.maxConcurrentStreams(100), .noRFC7540Priorities(true)], connectionWindow: nil,
-            maxBodyBytes: 1 << 16, nghttp2ChecksRequests: nghttp2Checks)
+            maxBodyBytes: 1 << 16, nghttp2Checks: nghttp2Checks)
         let events = try s.receive(w.bytes)
         for case .request(let r) in events {
             let f = r.fields
