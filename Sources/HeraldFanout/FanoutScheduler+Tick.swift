@@ -209,7 +209,7 @@ extension FanoutScheduler {
     }
 
     /// Tokens read for a run's pass.
-    public mutating func batchScanned(_ id: RunID, _ rows: [(token: [UInt8], registeredAtMillis: Int64)]) -> [FanoutAction] {
+    public mutating func batchScanned(_ id: RunID, _ rows: [[UInt8]]) -> [FanoutAction] {
         guard runs[id] != nil else { return [] }
         runs[id]?.scanning = false
         runs[id]?.scanFailures = 0
@@ -240,7 +240,7 @@ extension FanoutScheduler {
         // The whole audience in one batch: the sender's express lane, ahead of the bulk of
         // large fan-outs (fairness; design, delivery 7).
         let express = run.batchesRead == 0 && run.scanDone
-        let b = BatchState(ordinal: run.batchesRead, tokens: rows.map(\.token), wrapped: run.scanWrapped, express: express)
+        let b = BatchState(ordinal: run.batchesRead, tokens: rows, wrapped: run.scanWrapped, express: express)
         run.batchesRead += 1
         run.scanCursor = b.last
         if !run.scanDone && rows.count < config.batchSize && !run.scanWrapped {

@@ -69,15 +69,15 @@ final class PostgresScanner: SubscriptionScan {
 
     func next(
         channelNum: Int64, kind: SubscriptionKind, shards: ShardSet, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
-    ) throws -> [(token: [UInt8], registeredAtMillis: Int64)] {
+    ) throws -> [[UInt8]] {
         if shards.isEmpty || limit <= 0 { return [] }
         let key = ScanReadAhead.Key(channelNum: channelNum, kind: kind, shards: shards, before: before)
-        var out: [(token: [UInt8], registeredAtMillis: Int64)] = []
+        var out: [[UInt8]] = []
         var from = after
         let asked = limit * Self.readAheadBatches
         while out.count < limit {
             let (rows, readAfter) = readAhead.take(key, after: from, now: now, at: clock.now(), limit: limit - out.count)
-            for r in rows { out.append((r.token, r.registeredAtMillis)) }
+            for r in rows { out.append(r.token) }
             if let last = rows.last { from = last.token }
             guard let readAfter else { break }
             // The statement sent ahead, if it continues this pass; else one read now.

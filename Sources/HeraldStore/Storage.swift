@@ -38,11 +38,11 @@ public protocol Registry: AnyObject, Sendable {
 /// Not thread-safe: one per thread.
 public protocol SubscriptionScan: AnyObject {
     /// Up to `limit` live tokens of `kind` of `shards` after `after` (exclusive; empty =
-    /// from the start) and, when given, up to `before` (inclusive), with their
-    /// registration times. Fewer than `limit`: the range is exhausted.
+    /// from the start) and, when given, up to `before` (inclusive). Fewer than `limit`: the
+    /// range is exhausted.
     func next(
         channelNum: Int64, kind: SubscriptionKind, shards: ShardSet, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
-    ) throws -> [(token: [UInt8], registeredAtMillis: Int64)]
+    ) throws -> [[UInt8]]
 }
 
 /// Events: the publish commit (rules in `PublishRule`), progress and final states. The

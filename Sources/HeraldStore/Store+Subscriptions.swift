@@ -253,13 +253,13 @@ public final class SubscriptionScanner {
         connection = try store.db.openReader()
         open = try connection.prepare(
             """
-            SELECT token, registered_at_ms FROM subscriptions
+            SELECT token FROM subscriptions
             WHERE channel = ?1 AND kind = ?2 AND token > ?3 AND (expires_at IS NULL OR expires_at > ?4)
             ORDER BY token LIMIT ?5
             """)
         bounded = try connection.prepare(
             """
-            SELECT token, registered_at_ms FROM subscriptions
+            SELECT token FROM subscriptions
             WHERE channel = ?1 AND kind = ?2 AND token > ?3 AND token <= ?6 AND (expires_at IS NULL OR expires_at > ?4)
             ORDER BY token LIMIT ?5
             """)
@@ -268,10 +268,10 @@ public final class SubscriptionScanner {
     deinit { connection.close() }
 
     /// Up to `limit` live tokens of `kind` after `after` (exclusive; empty = from the start)
-    /// and, when given, up to `before` (inclusive), with their registration times.
+    /// and, when given, up to `before` (inclusive).
     public func next(
         channelNum: Int64, kind: SubscriptionKind, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
-    ) throws -> [(token: [UInt8], registeredAtMillis: Int64)] {
+    ) throws -> [[UInt8]] {
         let s = before == nil ? open : bounded
         s.reset()
         try s.bind(1, int64: channelNum)
@@ -280,10 +280,10 @@ public final class SubscriptionScanner {
         try s.bind(4, int64: now)
         try s.bind(5, int64: Int64(limit))
         if let before { try s.bind(6, blob: before) }
-        var out: [(token: [UInt8], registeredAtMillis: Int64)] = []
+        var out: [[UInt8]] = []
         out.reserveCapacity(limit)
         while try s.step() {
-            out.append((s.blob(0), s.int64(1)))
+            out.append(s.blob(0))
         }
         s.reset()
         return out

@@ -449,7 +449,7 @@ final class FakeScanner: SubscriptionScan {
 
     func next(
         channelNum: Int64, kind: SubscriptionKind, shards: ShardSet, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
-    ) throws -> [(token: [UInt8], registeredAtMillis: Int64)] {
+    ) throws -> [[UInt8]] {
         storage.scans.withLock { $0 += 1 }
         if storage.scanOutage.withLock({ $0 }) { throw StoreError.unavailable("PostgreSQL unreachable") }
         return storage.read { s in
@@ -459,7 +459,7 @@ final class FakeScanner: SubscriptionScan {
                 }
                 .filter { shards.holds(token: $0.0) }
                 .sorted { $0.0.lexicographicallyPrecedes($1.0) }
-                .prefix(limit).map { ($0.0, $0.1.registeredAtMillis) }
+                .prefix(limit).map(\.0)
         }
     }
 }

@@ -49,7 +49,7 @@ func run(_ name: String, _ storage: any HeraldStorage) throws {
                 limit: 1000)
             read += rows.count
             guard rows.count == 1000, let last = rows.last else { break }
-            after = last.token
+            after = last
         }
     }
     precondition(read == n, "scanned \(read) of \(n)")
