@@ -125,8 +125,9 @@ enum HTTP2Callbacks {
     static func accept(
         _ s: HTTP2Session.Stream, _ n: UnsafeBufferPointer<UInt8>, _ v: UnsafeBufferPointer<UInt8>, _ trailer: Bool, _ own: Bool
     ) -> Bool {
-        guard !own || s.check.field(n, v, trailer: trailer) else { return false }
-        s.request.add(name: n, value: v)
+        let kind = own ? s.check.field(n, v, trailer: trailer) : HTTP2ServerRequest.kind(of: n)
+        guard kind != .malformed else { return false }
+        s.request.add(kind, name: n, value: v)
         return true
     }
 

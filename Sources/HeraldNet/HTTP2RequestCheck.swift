@@ -46,14 +46,21 @@ struct HTTP2RequestCheck {
 
     init() {}
 
-    /// One field of the request's header block (`trailer`: of a later HEADERS frame).
-    /// False: the request is malformed.
+    /// One field of the request's header block (`trailer`: of a later HEADERS frame): what
+    /// it is (the request keeps it by that, without telling the names apart again), or
+    /// `.malformed`.
     @inline(__always)
-    mutating func field(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, trailer: Bool) -> Bool {
-        guard let n = name.baseAddress, name.count > 0 else { return false }
+    mutating func field(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, trailer: Bool) -> HTTP2FieldKind {
+        guard let n = name.baseAddress, name.count > 0 else { return .malformed }
         if n[0] == UInt8(ascii: ":") {
             return pseudoField(name, value, trailer: trailer)
         }
+        return regularField(name, value, trailer: trailer) ? .regular : .malformed
+    }
+
+    @inline(__always)
+    private mutating func regularField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, trailer: Bool) -> Bool {
+        let n = name.baseAddress!
         guard Self.isName(n, name.count) else { return false }
         flags |= Self.pseudoDisallowed
         // The names nghttp2 has a rule for (its tokens), told apart by length first.
@@ -92,8 +99,10 @@ struct HTTP2RequestCheck {
         }
     }
 
-    private mutating func pseudoField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, trailer: Bool) -> Bool {
-        guard !trailer, flags & Self.pseudoDisallowed == 0, name.count > 1 else { return false }
+    private mutating func pseudoField(
+        _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, trailer: Bool
+    ) -> HTTP2FieldKind {
+        guard !trailer, flags & Self.pseudoDisallowed == 0, name.count > 1 else { return .malformed }
         // Once per flag, never empty (nghttp2's `check_pseudo_header`).
         func once(_ flag: UInt16) -> Bool {
             guard flags & flag == 0, value.count > 0 else { return false }
@@ -102,36 +111,36 @@ struct HTTP2RequestCheck {
         }
         switch name.count {
         case 5 where name.bytesEqual(":path"):
-            guard Self.isPath(value), once(Self.path) else { return false }
+            guard Self.isPath(value), once(Self.path) else { return .malformed }
             if value[0] == UInt8(ascii: "/") {
                 flags |= Self.pathRegular
             } else if value.count == 1 && value[0] == UInt8(ascii: "*") {
                 flags |= Self.pathAsterisk
             }
-            return true
+            return .path
         case 7 where name.bytesEqual(":method"):
-            guard Self.isMethod(value), once(Self.method) else { return false }
+            guard Self.isMethod(value), once(Self.method) else { return .malformed }
             if value.bytesEqual("CONNECT") {
                 flags |= Self.methodConnect
             } else if value.bytesEqual("OPTIONS") {
                 flags |= Self.methodOptions
             }
-            return true
+            return .method
         case 7 where name.bytesEqual(":scheme"):
             // "https" as every client sends it, without the general checks.
             if value.bytesEqual("https") {
-                guard once(Self.scheme) else { return false }
+                guard once(Self.scheme) else { return .malformed }
                 flags |= Self.schemeHTTP
-                return true
+                return .scheme
             }
-            guard Self.isScheme(value), once(Self.scheme) else { return false }
+            guard Self.isScheme(value), once(Self.scheme) else { return .malformed }
             if Self.equalsIgnoringCase(value, "http") || Self.equalsIgnoringCase(value, "https") { flags |= Self.schemeHTTP }
-            return true
+            return .scheme
         case 10 where name.bytesEqual(":authority"):
-            return Self.isAuthority(value) && once(Self.authority)
+            return Self.isAuthority(value) && once(Self.authority) ? .authority : .malformed
         default:
             // `:protocol` (no SETTINGS_ENABLE_CONNECT_PROTOCOL sent), `:status`, any other.
-            return false
+            return .malformed
         }
     }
 
@@ -337,4 +346,11 @@ struct HTTP2RequestCheck {
             return under | isDel == 0
         }
     }
+}
+
+/// What a request's field is to the server: a pseudo-header it keeps (by which one), a
+/// regular field, a pseudo-header it does not keep (`.ignored`: only when nghttp2 checks
+/// the request), or malformed.
+enum HTTP2FieldKind: UInt8 {
+    case regular, method, path, scheme, authority, ignored, malformed
 }

@@ -219,26 +219,38 @@ public struct HTTP2ServerRequest: Sendable {
     /// unique) and the request's hand-over, so no uniqueness check is paid per field
     /// outside debug builds; a request built by hand (tests) is unique too.
     mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        add(Self.kind(of: name), name: name, value: value)
+    }
+
+    /// What `name` is, told from its bytes (`HTTP2RequestCheck.field` tells it while it
+    /// checks the field; this is for a session that leaves the checks to nghttp2).
+    static func kind(of name: UnsafeBufferPointer<UInt8>) -> HTTP2FieldKind {
+        guard name.count > 0 && name[0] == UInt8(ascii: ":") else { return .regular }
+        if name.bytesEqual(":path") { return .path }
+        if name.bytesEqual(":method") { return .method }
+        if name.bytesEqual(":scheme") { return .scheme }
+        if name.bytesEqual(":authority") { return .authority }
+        return .ignored
+    }
+
+    /// Records a field already told apart (`kind`): a pseudo-header the request reads, or
+    /// a regular field; anything else is not kept.
+    @inline(__always)
+    mutating func add(_ kind: HTTP2FieldKind, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         assert(isKnownUniquelyReferenced(&storage), "a field added to a request already handed over")
         let s = storage
-        if name.count > 0 && name[0] == UInt8(ascii: ":") {
-            let i = Int16(truncatingIfNeeded: s.count)
-            if name.bytesEqual(":path") {
-                s.pseudo.path = i
-            } else if name.bytesEqual(":method") {
-                s.pseudo.method = i
-            } else if name.bytesEqual(":scheme") {
-                s.pseudo.scheme = i
-            } else if name.bytesEqual(":authority") {
-                s.pseudo.authority = i
-            } else {
-                return
-            }
-            s.append(name: name, value: value)
-        } else if s.regularCount < 64 {
+        let i = Int16(truncatingIfNeeded: s.count)
+        switch kind {
+        case .regular:
+            guard s.regularCount < 64 else { return }
             s.regularCount += 1
-            s.append(name: name, value: value)
+        case .path: s.pseudo.path = i
+        case .method: s.pseudo.method = i
+        case .scheme: s.pseudo.scheme = i
+        case .authority: s.pseudo.authority = i
+        case .ignored, .malformed: return
         }
+        s.append(name: name, value: value)
     }
 
     /// Calls `body` with each regular field's index in `fields` and its name's bytes (valid
