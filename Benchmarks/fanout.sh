@@ -13,6 +13,10 @@
 #   SIM_THREADS=1 Benchmarks/fanout.sh                   the simulator on 1 event loop (default 2)
 #   LATENCY_MS=40 Benchmarks/fanout.sh                   the simulator answers 40 ms late
 #   HERALD_SERVE=/path/herald Benchmarks/fanout.sh       another build as the server (before/after)
+#   ROUNDS=4 Benchmarks/fanout.sh                        after the first pair, 3 more: another update
+#       to the same subscribers, then h2load again, alternating, so that both halves see the
+#       machine's slow and fast minutes alike; each pair's ratios (round_R_...=) and their
+#       medians (fanout_vs_h2load_ratio_median=, herald_vs_h2load_cpu_ratio_median=)
 source "$(dirname "$0")/lib.sh"
 N=${1:-1000000}; C=${2:-2}; S=${3:-1000}
 bench_setup
@@ -79,4 +83,32 @@ echo "rss_at_fanout_start_mib=$RSS_START"
 echo "fanout_rss_growth_mib=$(python3 -c "print(f'{$PEAK-$RSS_START:.1f}')")"
 echo "peak_rss_mib=$PEAK"
 echo "fanout_vs_h2load_ratio=$(ratio "$FANOUT_RATE" "$H2")"
+
+# More pairs (ROUNDS): the same fan-out again (another update, the same subscribers, the
+# connections already warm, as in the first pair's h2load half), then h2load again.
+RATES=("$(ratio "$FANOUT_RATE" "$H2")"); CPUS=("$(ratio "$CPU_HERALD" "$H2_CPU_US")")
+for R in $(seq 2 "${ROUNDS:-1}"); do
+  sim_reset
+  BODY="{\"aps\":{\"event\":\"update\",\"content-state\":{\"home\":$R,\"away\":0,\"minute\":63,\"status\":\"live\"}},\"priority\":5}"
+  C0=$(cpu_seconds "$API_PID"); CS0=$(cpu_seconds "$SIM_PID")
+  START=$(now)
+  EVENT=$(api POST /v1/channels/bench/events "$BODY" | python3 -c 'import json,sys; print(json.load(sys.stdin)["event_id"])')
+  END=$(wait_accepted "$N")
+  RATE=$(python3 -c "print(f'{$N/($END-$START):.0f}')")
+  CPU_H=$(cpu_us_per "$C0" "$(cpu_seconds "$API_PID")" "$N"); CPU_S=$(cpu_us_per "$CS0" "$(cpu_seconds "$SIM_PID")" "$N")
+  until api GET "/v1/channels/bench/events/$EVENT" | grep -q '"state":"done"'; do sleep 0.05; done
+  sim_reset
+  S0=$(cpu_seconds "$SIM_PID")
+  h2load_uris "$N" "$C" "$S" "$WORK/payload.json" "$WORK/uris.txt" "$SIM_PORT"
+  CPU_SH=$(cpu_us_per "$S0" "$(cpu_seconds "$SIM_PID")" "$N")
+  echo "round_${R}=herald $RATE/s ${CPU_H} us, h2load $H2_RATE/s ${H2_CPU_US} us, simulator ${CPU_S} / ${CPU_SH} us"
+  echo "round_${R}_fanout_vs_h2load_ratio=$(ratio "$RATE" "$H2_RATE")"
+  echo "round_${R}_herald_vs_h2load_cpu_ratio=$(ratio "$CPU_H" "$H2_CPU_US")"
+  RATES+=("$(ratio "$RATE" "$H2_RATE")"); CPUS+=("$(ratio "$CPU_H" "$H2_CPU_US")")
+done
+if [ "${ROUNDS:-1}" -gt 1 ]; then
+  median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { printf "%.3f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+  echo "fanout_vs_h2load_ratio_median=$(median "${RATES[@]}")"
+  echo "herald_vs_h2load_cpu_ratio_median=$(median "${CPUS[@]}")"
+fi
 echo "load_after: $(uptime)"
