@@ -202,16 +202,20 @@ extension Store {
         }
     }
 
-    /// Subscriptions of every channel by kind (expired ones included until swept).
+    /// Subscriptions of every channel by kind (expired ones included until swept). One pass
+    /// that sums the kinds (0 or 1: the push-to-start ones): `GROUP BY kind` sorted every row
+    /// into a temporary b-tree, the key not starting with it (~2,000 instructions a row
+    /// against ~475; the sweep counts the whole registry every minute).
     public func subscriptionTotals() throws -> (activity: Int64, pushToStart: Int64) {
         try read { c in
-            var a: Int64 = 0
+            var total: Int64 = 0
             var p: Int64 = 0
-            try c.forEachRow("SELECT kind, COUNT(*) FROM subscriptions GROUP BY kind") { s in
-                if s.int64(0) == 0 { a = s.int64(1) } else { p = s.int64(1) }
-                return true
+            try c.forEachRow("SELECT COUNT(*), SUM(kind) FROM subscriptions") { s in
+                total = s.int64(0)
+                p = s.int64(1)  // NULL (no rows) reads as 0
+                return false
             }
-            return (a, p)
+            return (total - p, p)
         }
     }
 

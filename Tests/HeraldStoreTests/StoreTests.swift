@@ -164,8 +164,10 @@ let tokenB: [UInt8] = Array(repeating: 0xbb, count: 32)
     @Test func expiredSubscriptionsAreSweptInBoundedChunks() throws {
         let t = try TempStore()
         let ch = try t.channel()
+        #expect(try t.store.subscriptionTotals() == (0, 0), "an empty registry")
         let old = (0..<30).map { i in SubscriptionInput(token: [UInt8](repeating: UInt8(i), count: 32)) }
         _ = try t.store.batch(channelID: "m", subscribe: old, unsubscribe: [])
+        #expect(try t.store.subscriptionTotals() == (30, 0))
         t.clock.advance(by: 12 * 3600 + 1)
         _ = try t.store.batch(channelID: "m", subscribe: [SubscriptionInput(token: tokenA, kind: .pushToStart)], unsubscribe: [])
         #expect(try t.store.countSubscriptions(channelNum: ch.num, kind: .activity) == 0, "expired ones are not live")
