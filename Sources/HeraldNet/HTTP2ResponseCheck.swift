@@ -4,17 +4,17 @@
 /// `nghttp2_http_on_data_chunk`, `nghttp2_http_on_remote_end_stream`), so that the client
 /// can turn nghttp2's checks off and pay for them in the header callback it runs anyway:
 /// the pool's answers are a `:status` and two ids, and nghttp2 checked each of their bytes
-/// one at a time (`nghttp2_check_header_value`, ~550 instructions per answer), where
-/// `HTTP2RequestCheck.scan` takes sixteen at a time.
+/// one at a time (`nghttp2_check_header_value` and `_name`, ~770 instructions per answer),
+/// where `HTTP2RequestCheck.scan` takes sixteen at a time.
 ///
 /// The server's twin (`HTTP2RequestCheck`), with the response's rules: `:status` (three
 /// digits, once, before any regular field) is the only pseudo-header; a 1xx is not final,
 /// another header block follows it; trailers end the stream; DATA never exceeds
 /// `content-length`, and the stream ends on exactly that many bytes. Values are checked as
 /// a request's are (`nghttp2_check_header_value_rfc9113`: no SP or HTAB at either end, no
-/// control byte but HTAB inside, no DEL). Every violation has one outcome, what nghttp2 1.52 does
-/// with no invalid-header callback installed: RST_STREAM(PROTOCOL_ERROR), and the answer
-/// is never delivered. A pure value per stream, on the connection's loop.
+/// control byte but HTAB inside, no DEL). Every violation has one outcome, what nghttp2
+/// 1.52 does with no invalid-header callback installed: RST_STREAM(PROTOCOL_ERROR), and the
+/// answer is never delivered. A pure value per stream, on the connection's loop.
 struct HTTP2ResponseCheck {
     static let status: UInt8 = 1 << 0
     static let pseudoDisallowed: UInt8 = 1 << 1
@@ -40,8 +40,8 @@ struct HTTP2ResponseCheck {
         return false
     }
 
-    /// Whether a HEADERS block of category `headersCategory` (nghttp2 tells a response's
-    /// first block, `NGHTTP2_HCAT_RESPONSE`, from any later one) holds trailers: a later
+    /// Whether a HEADERS block holds trailers. `laterBlock`: not the stream's first block
+    /// (nghttp2's category `NGHTTP2_HCAT_HEADERS`, not `NGHTTP2_HCAT_RESPONSE`); a later
     /// block after a 1xx is the response itself.
     func isTrailer(laterBlock: Bool) -> Bool { laterBlock && flags & Self.expectFinal == 0 }
 
