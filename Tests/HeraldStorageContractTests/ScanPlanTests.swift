@@ -68,10 +68,10 @@ import Testing
     /// After a batch of `vacuumAfterCreated` new tokens or more the scan reads no table page
     /// (the batch vacuumed `subscriptions`: an index-only scan with no heap fetch); a smaller
     /// batch leaves its rows' pages to autovacuum, so the scan reads a table page per row of
-    /// theirs. Autovacuum is off for this database's table: run by the cluster while the
-    /// batch commits (the whole suite makes many databases), it held the table, the batch's
-    /// `VACUUM (SKIP_LOCKED)` skipped it, and the scan read 10,000 table pages; or it could
-    /// vacuum the small batch's pages before they are looked at.
+    /// theirs. Autovacuum is off for this database's table: a worker of the cluster's (the
+    /// whole suite makes many databases) may hold the table while the batch commits, and the
+    /// batch's `VACUUM (SKIP_LOCKED)` then skips it (once, in the whole suite, the scan read
+    /// 10,000 table pages); or it may vacuum the small batch's pages before they are looked at.
     @Test func aBulkBatchLeavesTheScanIndexOnly() throws {
         let f = try Fixture(.postgres)
         let ch = try f.channel()
