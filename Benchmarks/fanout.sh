@@ -40,32 +40,46 @@ RSS_BEFORE=$(peak_rss_mib "$API_PID")
 echo 5 > "/proc/$API_PID/clear_refs" 2>/dev/null || true
 RSS_START=$(awk '/VmRSS/ { printf "%.1f\n", $2/1024 }' "/proc/$API_PID/status")
 
-BODY='{"aps":{"event":"update","content-state":{"home":1,"away":0,"minute":63,"status":"live"}},"priority":5}'
 SIM_PID=${PIDS[0]}
-CPU_HERALD0=$(cpu_seconds "$API_PID"); CPU_SIM0=$(cpu_seconds "$SIM_PID")
+# One fan-out: an update (BODY) to the N subscribers, timed from the publish to the
+# simulator holding them all; sets EVENT, SECONDS_FANOUT, FANOUT_RATE and the CPU per push
+# of Herald (CPU_HERALD) and of the simulator (CPU_SIM). The caller waits for the event's end.
+herald_half() { # BODY
+  sim_reset
+  local h0 s0 start end
+  h0=$(cpu_seconds "$API_PID"); s0=$(cpu_seconds "$SIM_PID")
+  start=$(now)
+  EVENT=$(api POST /v1/channels/bench/events "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["event_id"])')
+  end=$(wait_accepted "$N")
+  CPU_HERALD=$(cpu_us_per "$h0" "$(cpu_seconds "$API_PID")" "$N")
+  CPU_SIM=$(cpu_us_per "$s0" "$(cpu_seconds "$SIM_PID")" "$N")
+  SECONDS_FANOUT=$(python3 -c "print(f'{$end-$start:.3f}')")
+  FANOUT_RATE=$(python3 -c "print(f'{$N/($end-$start):.0f}')")
+}
+wait_done() { until api GET "/v1/channels/bench/events/$EVENT" | grep -q '"state":"done"'; do sleep 0.05; done; }
+# The limit: h2load, same simulator, same connections and streams, a payload of the same
+# size; sets H2_RATE, H2_CPU_US and the simulator's CPU per request (CPU_SIM_H2).
+h2load_half() {
+  sim_reset
+  local s0; s0=$(cpu_seconds "$SIM_PID")
+  h2load_uris "$N" "$C" "$S" "$WORK/payload.json" "$WORK/uris.txt" "$SIM_PORT"
+  CPU_SIM_H2=$(cpu_us_per "$s0" "$(cpu_seconds "$SIM_PID")" "$N")
+}
+update() { echo "{\"aps\":{\"event\":\"update\",\"content-state\":{\"home\":$1,\"away\":0,\"minute\":63,\"status\":\"live\"}},\"priority\":5}"; }
+
 PROC_HERALD0=$(proc_counters "$API_PID"); PROC_SIM0=$(proc_counters "$SIM_PID")
-START=$(now)
-EVENT=$(api POST /v1/channels/bench/events "$BODY" | python3 -c 'import json,sys; print(json.load(sys.stdin)["event_id"])')
-END=$(wait_accepted "$N")
-CPU_HERALD=$(cpu_us_per "$CPU_HERALD0" "$(cpu_seconds "$API_PID")" "$N")
-CPU_SIM=$(cpu_us_per "$CPU_SIM0" "$(cpu_seconds "$SIM_PID")" "$N")
+herald_half "$(update 1)"
 PROC_HERALD1=$(proc_counters "$API_PID"); PROC_SIM1=$(proc_counters "$SIM_PID")
-SECONDS_FANOUT=$(python3 -c "print(f'{$END-$START:.3f}')")
-FANOUT_RATE=$(python3 -c "print(f'{$N/($END-$START):.0f}')")
-until api GET "/v1/channels/bench/events/$EVENT" | grep -q '"state":"done"'; do sleep 0.05; done
+wait_done
 PEAK=$(peak_rss_mib "$API_PID")
 
-# The limit: h2load, same simulator, same connections and streams, a payload of the same size.
-sim_reset
 python3 -c "
 import json
 print(json.dumps({'aps':{'content-state':{'away':0,'home':1,'minute':63,'status':'live'},'event':'update','timestamp':1767225600}}, separators=(',',':')), end='')
 " > "$WORK/payload.json"
 make_uris "$WORK/tokens.txt" "$SIM_PORT" "$WORK/uris.txt"
-S0=$(cpu_seconds "$SIM_PID")
-h2load_uris "$N" "$C" "$S" "$WORK/payload.json" "$WORK/uris.txt" "$SIM_PORT"
+h2load_half
 H2=$H2_RATE
-CPU_SIM_H2=$(cpu_us_per "$S0" "$(cpu_seconds "$SIM_PID")" "$N")
 
 echo "herald_cpu_us_per_delivery=$CPU_HERALD"
 echo "herald_cpu_us_per_push=$CPU_HERALD"
@@ -88,23 +102,13 @@ echo "fanout_vs_h2load_ratio=$(ratio "$FANOUT_RATE" "$H2")"
 # connections already warm, as in the first pair's h2load half), then h2load again.
 RATES=("$(ratio "$FANOUT_RATE" "$H2")"); CPUS=("$(ratio "$CPU_HERALD" "$H2_CPU_US")")
 for R in $(seq 2 "${ROUNDS:-1}"); do
-  sim_reset
-  BODY="{\"aps\":{\"event\":\"update\",\"content-state\":{\"home\":$R,\"away\":0,\"minute\":63,\"status\":\"live\"}},\"priority\":5}"
-  C0=$(cpu_seconds "$API_PID"); CS0=$(cpu_seconds "$SIM_PID")
-  START=$(now)
-  EVENT=$(api POST /v1/channels/bench/events "$BODY" | python3 -c 'import json,sys; print(json.load(sys.stdin)["event_id"])')
-  END=$(wait_accepted "$N")
-  RATE=$(python3 -c "print(f'{$N/($END-$START):.0f}')")
-  CPU_H=$(cpu_us_per "$C0" "$(cpu_seconds "$API_PID")" "$N"); CPU_S=$(cpu_us_per "$CS0" "$(cpu_seconds "$SIM_PID")" "$N")
-  until api GET "/v1/channels/bench/events/$EVENT" | grep -q '"state":"done"'; do sleep 0.05; done
-  sim_reset
-  S0=$(cpu_seconds "$SIM_PID")
-  h2load_uris "$N" "$C" "$S" "$WORK/payload.json" "$WORK/uris.txt" "$SIM_PORT"
-  CPU_SH=$(cpu_us_per "$S0" "$(cpu_seconds "$SIM_PID")" "$N")
-  echo "round_${R}=herald $RATE/s ${CPU_H} us, h2load $H2_RATE/s ${H2_CPU_US} us, simulator ${CPU_S} / ${CPU_SH} us"
-  echo "round_${R}_fanout_vs_h2load_ratio=$(ratio "$RATE" "$H2_RATE")"
-  echo "round_${R}_herald_vs_h2load_cpu_ratio=$(ratio "$CPU_H" "$H2_CPU_US")"
-  RATES+=("$(ratio "$RATE" "$H2_RATE")"); CPUS+=("$(ratio "$CPU_H" "$H2_CPU_US")")
+  herald_half "$(update "$R")"
+  wait_done
+  h2load_half
+  echo "round_${R}=herald $FANOUT_RATE/s ${CPU_HERALD} us, h2load $H2_RATE/s ${H2_CPU_US} us, simulator ${CPU_SIM} / ${CPU_SIM_H2} us"
+  echo "round_${R}_fanout_vs_h2load_ratio=$(ratio "$FANOUT_RATE" "$H2_RATE")"
+  echo "round_${R}_herald_vs_h2load_cpu_ratio=$(ratio "$CPU_HERALD" "$H2_CPU_US")"
+  RATES+=("$(ratio "$FANOUT_RATE" "$H2_RATE")"); CPUS+=("$(ratio "$CPU_HERALD" "$H2_CPU_US")")
 done
 if [ "${ROUNDS:-1}" -gt 1 ]; then
   median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { printf "%.3f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
