@@ -97,7 +97,7 @@ struct HTTP2ResponseCheck {
     }
 
     private mutating func malformed() -> FieldOutcome {
-        flags |= Self.malformed
+        _ = fail()
         return .malformed
     }
 

@@ -3,21 +3,35 @@ import Testing
 
 @testable import HeraldNet
 
-/// A client connection's bytes carrying requests with any fields at all: nghttp2's client
-/// does not check what it sends, and DATA frames are written by hand (any length, any
-/// END_STREAM), so malformed requests can be made.
-final class RawRequestWriter {
+/// A connection's bytes carrying messages with any fields at all: nghttp2 does not check
+/// what it sends, and DATA frames are written by hand (any length, any END_STREAM), so
+/// malformed requests (a client's writer) and responses (a server's, which first reads the
+/// client's requests so that their streams exist) can be made.
+final class RawFrameWriter {
     let raw: OpaquePointer
     var bytes: [UInt8] = []
 
+    /// A client's.
     init() {
+        raw = Self.session { s, cbs in nghttp2_session_client_new(&s, cbs, nil) }
+        nghttp2_submit_settings(raw, 0, nil, 0)
+    }
+
+    /// A server's, after reading `requests` (a client's bytes).
+    init(serverReading requests: [UInt8]) {
+        raw = Self.session { s, cbs in nghttp2_session_server_new(&s, cbs, nil) }
+        nghttp2_submit_settings(raw, 0, nil, 0)
+        _ = requests.withUnsafeBufferPointer { nghttp2_session_mem_recv(raw, $0.baseAddress, $0.count) }
+        drain()
+    }
+
+    private static func session(_ make: (inout OpaquePointer?, OpaquePointer?) -> Int32) -> OpaquePointer {
         var cbs: OpaquePointer?
         nghttp2_session_callbacks_new(&cbs)
         var s: OpaquePointer?
-        nghttp2_session_client_new(&s, cbs, nil)
+        _ = make(&s, cbs)
         nghttp2_session_callbacks_del(cbs)
-        raw = s!
-        nghttp2_submit_settings(raw, 0, nil, 0)
+        return s!
     }
 
     deinit { nghttp2_session_del(raw) }
@@ -34,7 +48,7 @@ final class RawRequestWriter {
         }
     }
 
-    /// A HEADERS frame (a new stream when `streamID` is -1); returns its stream id.
+    /// A HEADERS frame (a client's new stream when `streamID` is -1); returns its stream id.
     @discardableResult
     func headers(_ fields: [([UInt8], [UInt8])], streamID: Int32 = -1, endStream: Bool) -> Int32 {
         let names = fields.map { f in UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, f.0.count)) }
@@ -82,7 +96,7 @@ struct ServerOutcome: Equatable {
 }
 
 func serve(_ requests: [RawRequest], nghttp2Checks: Bool) -> ServerOutcome {
-    let w = RawRequestWriter()
+    let w = RawFrameWriter()
     for r in requests {
         let headersEnd = r.ends && r.body == nil && r.trailers == nil
         let id = w.headers(r.fields, endStream: headersEnd)

@@ -3,65 +3,6 @@ import Testing
 
 @testable import HeraldNet
 
-/// A server connection's bytes carrying responses with any fields at all: nghttp2's server
-/// does not check what it sends, and DATA frames are written by hand (any length, any
-/// END_STREAM), so malformed responses can be made. It first reads the client's requests,
-/// so that its streams exist.
-final class RawResponseWriter {
-    let raw: OpaquePointer
-    var bytes: [UInt8] = []
-
-    init(requests: [UInt8]) {
-        var cbs: OpaquePointer?
-        nghttp2_session_callbacks_new(&cbs)
-        var s: OpaquePointer?
-        nghttp2_session_server_new(&s, cbs, nil)
-        nghttp2_session_callbacks_del(cbs)
-        raw = s!
-        nghttp2_submit_settings(raw, 0, nil, 0)
-        _ = requests.withUnsafeBufferPointer { nghttp2_session_mem_recv(raw, $0.baseAddress, $0.count) }
-        drain()
-    }
-
-    deinit { nghttp2_session_del(raw) }
-
-    private func drain() {
-        while true {
-            var p: UnsafePointer<UInt8>?
-            let n = nghttp2_session_mem_send(raw, &p)
-            guard n > 0, let p else { break }
-            bytes += UnsafeBufferPointer(start: p, count: n)
-        }
-    }
-
-    /// A HEADERS frame on `streamID` (a response's, a later block's or trailers).
-    func headers(_ fields: [([UInt8], [UInt8])], streamID: Int32, endStream: Bool) {
-        let names = fields.map { f in UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, f.0.count)) }
-        let values = fields.map { f in UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, f.1.count)) }
-        defer {
-            for p in names + values { p.deallocate() }
-        }
-        var nva: [nghttp2_nv] = []
-        for (i, f) in fields.enumerated() {
-            names[i].update(from: f.0, count: f.0.count)
-            values[i].update(from: f.1, count: f.1.count)
-            nva.append(
-                nghttp2_nv(name: names[i], value: values[i], namelen: f.0.count, valuelen: f.1.count, flags: RawRequestWriter.asGiven))
-        }
-        let flags = endStream ? UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) : UInt8(NGHTTP2_FLAG_NONE.rawValue)
-        nghttp2_submit_headers(raw, flags, streamID, nil, nva, nva.count, nil)
-        drain()
-    }
-
-    /// A DATA frame written by hand.
-    func data(_ streamID: Int32, _ payload: [UInt8], endStream: Bool) {
-        let n = payload.count
-        bytes += [UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), 0, endStream ? 1 : 0]
-        bytes += [UInt8(streamID >> 24 & 0x7F), UInt8(streamID >> 16 & 0xFF), UInt8(streamID >> 8 & 0xFF), UInt8(streamID & 0xFF)]
-        bytes += payload
-    }
-}
-
 /// One response of a case: header blocks (1xx ones first, then the response), body (in
 /// one DATA frame, if any) and trailers.
 struct RawResponse {
@@ -96,7 +37,7 @@ func answer(_ responses: [RawResponse], nghttp2Checks: Bool) -> ClientOutcome {
         }
         let (sent, first) = try c.produce()
         var events = first
-        let w = RawResponseWriter(requests: sent)
+        let w = RawFrameWriter(serverReading: sent)
         for (id, r) in zip(ids, responses) {
             for (i, block) in r.blocks.enumerated() {
                 let last = i == r.blocks.count - 1
