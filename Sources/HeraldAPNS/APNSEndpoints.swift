@@ -32,13 +32,18 @@ public enum APNSRequests {
     /// Written in place when `path` already has the length (a reused request's path: one
     /// uniqueness check, the prefix and the digits stored, no append).
     public static func writeTokenPath(_ token: [UInt8], into path: inout [UInt8]) {
+        token.withUnsafeBufferPointer { writeTokenPath($0, into: &path) }
+    }
+
+    /// As above, from bytes lent in place (a token of a scan batch, `TokenRows`).
+    public static func writeTokenPath(_ token: UnsafeBufferPointer<UInt8>, into path: inout [UInt8]) {
         let prefix: StaticString = "/3/device/"
         let n = prefix.utf8CodeUnitCount + 2 * token.count
         if path.count != n { path = [UInt8](repeating: 0, count: n) }
         path.withUnsafeMutableBufferPointer { p in
             let o = p.baseAddress!
             o.update(from: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
-            token.withUnsafeBufferPointer { Hex.write($0, to: o + prefix.utf8CodeUnitCount) }
+            Hex.write(token, to: o + prefix.utf8CodeUnitCount)
         }
     }
 

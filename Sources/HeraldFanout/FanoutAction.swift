@@ -123,7 +123,7 @@ public struct BatchSubmit: Sendable, Equatable {
     public var run: RunID
     public var environment: APNSEnvironment
     public var batch: Int
-    public var tokens: [[UInt8]]
+    public var tokens: TokenRows
     /// The whole audience in one batch: the sender's express lane.
     public var express: Bool
     /// The channel's app: it picks the Apple team whose connections carry the batch.

@@ -265,8 +265,9 @@ extension FanoutEngine {
             requests = []
             requests.reserveCapacity(b.tokens.count)
             let base = b.batch * config.batchSize
-            for (i, t) in b.tokens.enumerated() {
-                let r = requestStock.take(token: t, template: template, index: base + i)
+            for i in b.tokens.indices {
+                // The token's bytes in place in the batch's buffer (hex into the request's path).
+                let r = b.tokens.withToken(i) { requestStock.take(token: $0, template: template, index: base + i) }
                 r.express = b.express
                 requests.append(r)
             }

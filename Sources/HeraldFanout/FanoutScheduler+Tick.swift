@@ -209,7 +209,7 @@ extension FanoutScheduler {
     }
 
     /// Tokens read for a run's pass.
-    public mutating func batchScanned(_ id: RunID, _ rows: [[UInt8]]) -> [FanoutAction] {
+    public mutating func batchScanned(_ id: RunID, _ rows: TokenRows) -> [FanoutAction] {
         guard runs[id] != nil else { return [] }
         runs[id]?.scanning = false
         runs[id]?.scanFailures = 0

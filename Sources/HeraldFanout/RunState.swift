@@ -6,7 +6,7 @@ import HeraldStore
 struct BatchState {
     /// Its index among the batches of this run.
     let ordinal: Int
-    let tokens: [[UInt8]]
+    let tokens: TokenRows
     /// The last token of the batch and the pass phase it belongs to: the checkpoint once
     /// this batch and every earlier one are finished.
     let last: [UInt8]
@@ -14,7 +14,7 @@ struct BatchState {
     let express: Bool
     var remaining: Int
 
-    init(ordinal: Int, tokens: [[UInt8]], wrapped: Bool, express: Bool) {
+    init(ordinal: Int, tokens: TokenRows, wrapped: Bool, express: Bool) {
         self.ordinal = ordinal
         self.tokens = tokens
         last = tokens.last ?? []

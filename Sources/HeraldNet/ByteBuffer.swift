@@ -17,7 +17,8 @@ struct ByteBuffer {
             storage.removeAll(keepingCapacity: true)
             readIndex = 0
         }
-        storage.append(contentsOf: bytes)
+        // As a typed buffer: the raw buffer's generic append costs more (callgrind).
+        storage.append(contentsOf: UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count))
     }
 
     mutating func consume(_ n: Int) {

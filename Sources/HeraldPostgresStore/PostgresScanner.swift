@@ -69,10 +69,10 @@ final class PostgresScanner: SubscriptionScan {
 
     func next(
         channelNum: Int64, kind: SubscriptionKind, shards: ShardSet, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
-    ) throws -> [[UInt8]] {
+    ) throws -> TokenRows {
         if shards.isEmpty || limit <= 0 { return [] }
         let key = ScanReadAhead.Key(channelNum: channelNum, kind: kind, shards: shards, before: before)
-        var out: [[UInt8]] = []
+        var out = TokenRows(capacity: limit)
         var from = after
         let asked = limit * Self.readAheadBatches
         while out.count < limit {

@@ -168,10 +168,16 @@ public final class APNSRequest: @unchecked Sendable {
         APNSRequests.writeTokenPath(token, into: &pathBytes)
     }
 
+    /// As above, the token's bytes lent by the caller (copied into the path).
+    convenience init(token: UnsafeBufferPointer<UInt8>, template: APNSTemplate, context: AnyObject?, index: Int) {
+        self.init(path: "", template: template, context: context, index: index)
+        APNSRequests.writeTokenPath(token, into: &pathBytes)
+    }
+
     /// Makes this answered request a fresh token push to `token`: every field as after
     /// `init(token:template:context:index:)`, the path written into the kept buffer. Only by
     /// its owner, after its sink was called (the pool no longer reads it).
-    func reuse(token: [UInt8], template: APNSTemplate, context: AnyObject?, index: Int) {
+    func reuse(token: UnsafeBufferPointer<UInt8>, template: APNSTemplate, context: AnyObject?, index: Int) {
         APNSRequests.writeTokenPath(token, into: &pathBytes)
         if headers.count > 0 { headers = HeaderList() }
         // A fan-out reuses a request for the same event's next token: no retain and release.
@@ -204,6 +210,13 @@ public struct APNSRequestStock {
 
     /// A token push to `token`: a reused request when the stock has one.
     public mutating func take(token: [UInt8], template: APNSTemplate, context: AnyObject? = nil, index: Int = 0) -> APNSRequest {
+        token.withUnsafeBufferPointer { take(token: $0, template: template, context: context, index: index) }
+    }
+
+    /// As above, the token's bytes lent in place (a scan batch's, `TokenRows.withToken`).
+    public mutating func take(
+        token: UnsafeBufferPointer<UInt8>, template: APNSTemplate, context: AnyObject? = nil, index: Int = 0
+    ) -> APNSRequest {
         guard let r = spare.popLast() else { return APNSRequest(token: token, template: template, context: context, index: index) }
         r.stocked = false
         APNSRequest.countLive(1)

@@ -42,7 +42,7 @@ public protocol SubscriptionScan: AnyObject {
     /// range is exhausted.
     func next(
         channelNum: Int64, kind: SubscriptionKind, shards: ShardSet, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
-    ) throws -> [[UInt8]]
+    ) throws -> TokenRows
 }
 
 /// Events: the publish commit (rules in `PublishRule`), progress and final states. The

@@ -47,13 +47,13 @@ extension SubscriptionScanner: SubscriptionScan {
     /// every shard) filters the range by the token's shard.
     public func next(
         channelNum: Int64, kind: SubscriptionKind, shards: ShardSet, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
-    ) throws -> [[UInt8]] {
+    ) throws -> TokenRows {
         if shards.isAll { return try next(channelNum: channelNum, kind: kind, after: after, before: before, now: now, limit: limit) }
-        var out: [[UInt8]] = []
+        var out = TokenRows()
         var cursor = after
         while out.count < limit {
             let rows = try next(channelNum: channelNum, kind: kind, after: cursor, before: before, now: now, limit: limit)
-            out += rows.lazy.filter { shards.holds(token: $0) }.prefix(limit - out.count)
+            for t in rows.lazy.filter({ shards.holds(token: $0) }).prefix(limit - out.count) { out.append(t) }
             guard rows.count == limit, let last = rows.last else { break }
             cursor = last
         }

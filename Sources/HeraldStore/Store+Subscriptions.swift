@@ -275,7 +275,7 @@ public final class SubscriptionScanner {
     /// and, when given, up to `before` (inclusive).
     public func next(
         channelNum: Int64, kind: SubscriptionKind, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
-    ) throws -> [[UInt8]] {
+    ) throws -> TokenRows {
         let s = before == nil ? open : bounded
         s.reset()
         try s.bind(1, int64: channelNum)
@@ -284,10 +284,9 @@ public final class SubscriptionScanner {
         try s.bind(4, int64: now)
         try s.bind(5, int64: Int64(limit))
         if let before { try s.bind(6, blob: before) }
-        var out: [[UInt8]] = []
-        out.reserveCapacity(limit)
+        var out = TokenRows(capacity: limit)
         while try s.step() {
-            out.append(s.blob(0))
+            s.withBlob(0) { out.append($0) }
         }
         s.reset()
         return out

@@ -449,17 +449,18 @@ final class FakeScanner: SubscriptionScan {
 
     func next(
         channelNum: Int64, kind: SubscriptionKind, shards: ShardSet, after: [UInt8], before: [UInt8]?, now: Int64, limit: Int
-    ) throws -> [[UInt8]] {
+    ) throws -> TokenRows {
         storage.scans.withLock { $0 += 1 }
         if storage.scanOutage.withLock({ $0 }) { throw StoreError.unavailable("PostgreSQL unreachable") }
         return storage.read { s in
-            storage.live(s, channelNum, kind, now: now)
+            let rows = storage.live(s, channelNum, kind, now: now)
                 .filter { row in
                     after.lexicographicallyPrecedes(row.0) && (before.map { b in !b.lexicographicallyPrecedes(row.0) } ?? true)
                 }
                 .filter { shards.holds(token: $0.0) }
                 .sorted { $0.0.lexicographicallyPrecedes($1.0) }
                 .prefix(limit).map(\.0)
+            return TokenRows(rows)
         }
     }
 }

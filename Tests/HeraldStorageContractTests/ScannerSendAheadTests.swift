@@ -18,7 +18,7 @@ import Testing
         let now = f.clock.nowSeconds()
         let half = ShardSet(0..<Shards.count / 2)
         func page(_ ch: Channel, _ shards: ShardSet, after: [UInt8]) throws -> [[UInt8]] {
-            try scan.next(channelNum: ch.num, kind: .activity, shards: shards, after: after, before: nil, now: now, limit: 250)
+            Array(try scan.next(channelNum: ch.num, kind: .activity, shards: shards, after: after, before: nil, now: now, limit: 250))
         }
 
         // Round robin: a page of a, a page of b, … until both end.
