@@ -259,7 +259,7 @@ public final class APNSClientPool: @unchecked Sendable {
                 var n = count
                 // The template's parts, loaded once per run of requests sharing it (a fan-out's
                 // whole batch): each load from the object retained its arrays per push.
-                var shared: APNSTemplate?
+                var shared: ObjectIdentifier?
                 var method = ""
                 var headers = HeaderList()
                 var body: HTTP2Body?
@@ -268,14 +268,19 @@ public final class APNSClientPool: @unchecked Sendable {
                 let none = HeaderList()
                 while n > 0, let r = queue.popFirst() {
                     // Borrowed from `r`, which holds it through this turn (no retain per push).
-                    unowned(unsafe) let t = r.template
-                    if t.isCancelled {
+                    // Read through a guaranteed reference and compared by identity: a call on
+                    // the unowned reference, or `!==` on it, retained and released it per push.
+                    let t = Unmanaged.passUnretained(r.template)
+                    if t._withUnsafeGuaranteedRef({ $0.isCancelled }) {
                         finish(r, .cancelled)
                         continue
                     }
-                    if t !== shared {
-                        shared = t
-                        (method, headers, body, keep, generatesID) = (t.method, t.headers, t.body, t.keepResponseHeaders, t.generatesAPNSID)
+                    let id = t._withUnsafeGuaranteedRef { ObjectIdentifier($0) }
+                    if id != shared {
+                        shared = id
+                        (method, headers, body, keep, generatesID) = t._withUnsafeGuaranteedRef {
+                            ($0.method, $0.headers, $0.body, $0.keepResponseHeaders, $0.generatesAPNSID)
+                        }
                     }
                     let uuid = generatesID ? HTTP2UUIDField(name: "apns-id", high: random.next(), low: random.next()) : nil
                     let tag = sent.nextSlot
