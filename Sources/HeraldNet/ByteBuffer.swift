@@ -18,7 +18,7 @@ struct ByteBuffer {
             readIndex = 0
         }
         // As a typed buffer: the raw buffer's generic append costs more (callgrind).
-        storage.append(contentsOf: UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count))
+        storage.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
     }
 
     mutating func consume(_ n: Int) {

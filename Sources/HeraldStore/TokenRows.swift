@@ -1,7 +1,7 @@
 /// The tokens of one scan batch, their bytes end to end in one buffer. A batch was an array
 /// of arrays: one allocation per token when it was read and one release and free when the
-/// batch was done (callgrind of `Benchmarks/faninstr.sh`: ~540 instructions per push, issue
-/// #12). Here a batch of any size is two allocations.
+/// batch was done (callgrind of `Benchmarks/faninstr.sh`: ~470 and ~300 instructions per push,
+/// issue #12). Here a batch of any size is two allocations.
 ///
 /// A collection of tokens (`[UInt8]`): reading an element copies it out, which the rare
 /// paths (a prune, a checkpoint's last token, tests) do; the fan-out's path lends the bytes
@@ -49,7 +49,7 @@ public struct TokenRows: Sendable, Equatable, RandomAccessCollection, Expressibl
     /// Through a typed buffer: a raw buffer was appended a byte at a time (~250
     /// instructions for a 32-byte token), a typed one is one copy.
     public mutating func append(_ token: UnsafeRawBufferPointer) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: token.baseAddress?.assumingMemoryBound(to: UInt8.self), count: token.count))
+        bytes.append(contentsOf: token.assumingMemoryBound(to: UInt8.self))
         ends.append(bytes.count)
     }
 
