@@ -243,23 +243,35 @@ struct HTTP2RequestCheck {
     /// for a name shorter than a word.
     @inline(__always)
     static func isName(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
-        words(p, n, tables.bytes + Tables.name, plain: plainName)
+        words(p, n, Tables.name, plain: plainName)
     }
 
-    /// True when every byte of `p[0..<n]` is allowed by `table`: eight bytes at a time (the
-    /// last word overlapping the one before), a word that `plain` passes without looking
-    /// at the table; the table for any other word and for fewer than eight bytes.
+    /// True when every byte of `p[0..<n]` is allowed by the table at `table` (a `Tables`
+    /// offset): eight bytes at a time (the last word overlapping the one before; fewer than
+    /// eight in one word filled with 'a', which every class allows), a word that `plain`
+    /// passes without looking at the table; the table for any other word. The tables (a
+    /// lazy global: a `swift_once` per access) are read only then, not per field.
     @inline(__always)
-    static func words(_ p: UnsafePointer<UInt8>, _ n: Int, _ table: UnsafePointer<UInt8>, plain: (UInt64) -> Bool) -> Bool {
-        guard n >= 8 else { return all(table, p, n) }
+    static func words(_ p: UnsafePointer<UInt8>, _ n: Int, _ table: Int, plain: (UInt64) -> Bool) -> Bool {
+        guard n >= 8 else { return plain(shortWord(p, n)) || all(tables.bytes + table, p, n) }
         let raw = UnsafeRawPointer(p)
         var i = 0
         while true {
             let at = min(i, n - 8)
-            if !plain(raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)) && !all(table, p + at, 8) { return false }
+            if !plain(raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)) && !all(tables.bytes + table, p + at, 8) { return false }
             if at == n - 8 { return true }
             i += 8
         }
+    }
+
+    /// The `n` bytes at `p` (fewer than eight) in a word whose other bytes are 'a'.
+    @inline(__always)
+    static func shortWord(_ p: UnsafePointer<UInt8>, _ n: Int) -> UInt64 {
+        var w: UInt64 = 0x6161_6161_6161_6161
+        withUnsafeMutableBytes(of: &w) { b in
+            for i in 0..<n { b[i] = p[i] }
+        }
+        return w
     }
 
     /// True when every byte of `w` is 'a'...'z' or '-' (exact per byte: no byte is 0x80 or
@@ -284,14 +296,14 @@ struct HTTP2RequestCheck {
         let first = p[0]
         let last = p[v.count - 1]
         if first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 { return false }
-        return scan(p, v.count, below: 0x20, tables.bytes + Tables.value)
+        return scan(p, v.count, below: 0x20, Tables.value)
     }
 
     /// `nghttp2_check_path`: the value characters minus SP and HTAB.
     @inline(__always)
     static func isPath(_ v: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let p = v.baseAddress else { return true }
-        return scan(p, v.count, below: 0x21, tables.bytes + Tables.path)
+        return scan(p, v.count, below: 0x21, Tables.path)
     }
 
     static func isMethod(_ v: UnsafeBufferPointer<UInt8>) -> Bool {
@@ -313,13 +325,13 @@ struct HTTP2RequestCheck {
         return true
     }
 
-    /// True when every byte is in `table`, for a table that holds every byte from `below`
-    /// to 0x7E and from 0x80 up: sixteen bytes at a time (one vector compare each; the last
-    /// sixteen overlapping the ones before) from sixteen bytes on, eight at a time (`words`)
-    /// below that; the table only for a block with a byte under `below` or a DEL, or for a
-    /// value shorter than a word.
+    /// True when every byte is in the table at `table` (a `Tables` offset), one that holds
+    /// every byte from `below` to 0x7E and from 0x80 up: sixteen bytes at a time (one vector
+    /// compare each; the last sixteen overlapping the ones before) from sixteen bytes on,
+    /// eight at a time (`words`) below that; the table only for a block with a byte under
+    /// `below` or a DEL.
     @inline(__always)
-    static func scan(_ p: UnsafePointer<UInt8>, _ n: Int, below: UInt8, _ table: UnsafePointer<UInt8>) -> Bool {
+    static func scan(_ p: UnsafePointer<UInt8>, _ n: Int, below: UInt8, _ table: Int) -> Bool {
         if n >= 16 {
             let raw = UnsafeRawPointer(p)
             let low = SIMD16<UInt8>(repeating: below)
@@ -329,7 +341,7 @@ struct HTTP2RequestCheck {
                 let at = min(i, n - 16)
                 let v = raw.loadUnaligned(fromByteOffset: at, as: SIMD16<UInt8>.self)
                 // Unsigned: bytes from 0x80 up pass, as the table lets them.
-                if any((v .< low) .| (v .== del)) && !all(table, p + at, 16) { return false }
+                if any((v .< low) .| (v .== del)) && !all(tables.bytes + table, p + at, 16) { return false }
                 if at == n - 16 { return true }
                 i += 16
             }

@@ -356,11 +356,12 @@ func frames(_ b: [UInt8]) -> [(type: UInt8, stream: Int32, code: UInt32)] {
     /// The character classes against nghttp2's own functions, on strings made mostly of the
     /// bytes at the edges of each class (every length to 80, so the sixteen-byte scan, the
     /// eight-byte scan and their tails are all exercised); then every byte value at every place
-    /// of values and paths around the sixteen-byte blocks' edges.
+    /// of values, paths and names shorter than a word (checked in one word filled with 'a')
+    /// and around the eight- and sixteen-byte blocks' edges.
     @Test func characterClassesMatchNghttp2() {
         var rng = XorShift(state: 42)
         let edges: [UInt8] = [0x00, 0x08, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x21, 0x22, 0x3A, 0x41, 0x5A, 0x61, 0x7A, 0x7E, 0x7F, 0x80, 0xFF]
-        for len in [15, 16, 17, 24, 31, 32, 33, 47] {
+        for len in [1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 47] {
             for at in 0..<len {
                 for byte in 0...255 {
                     var v = [UInt8](repeating: UInt8(ascii: "a"), count: len)
@@ -368,6 +369,10 @@ func frames(_ b: [UInt8]) -> [(type: UInt8, stream: Int32, code: UInt32)] {
                     v.withUnsafeBufferPointer { p in
                         #expect(HTTP2RequestCheck.isValue(p) == (nghttp2_check_header_value_rfc9113(p.baseAddress, len) != 0), "\(v)")
                         #expect(HTTP2RequestCheck.isPath(p) == (nghttp2_check_path(p.baseAddress, len) != 0), "\(v)")
+                        if p[0] != UInt8(ascii: ":") {
+                            let nghttp2 = nghttp2_check_header_name(p.baseAddress, len) != 0
+                            #expect(HTTP2RequestCheck.isName(p.baseAddress!, len) == nghttp2, "\(v)")
+                        }
                     }
                 }
             }
