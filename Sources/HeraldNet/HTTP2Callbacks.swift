@@ -13,11 +13,6 @@ enum HTTP2Callbacks {
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs, streamClosed)
     }
 
-    @inline(__always)
-    static func session(_ ud: UnsafeMutableRawPointer?) -> HTTP2Session {
-        Unmanaged<HTTP2Session>.fromOpaque(ud!).takeUnretainedValue()
-    }
-
     /// Runs `body` with the stream nghttp2 knows by `id` in `raw`, borrowed: no retain and
     /// release per header or DATA chunk (the session's `streams` keeps it alive, and the
     /// callback runs inside the session's own call).
@@ -228,26 +223,29 @@ enum HTTP2Callbacks {
             }
             return 0
         }
-        let c = session(ud)
-        let ack = hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
-        switch UInt32(hd.type) {
-        case NGHTTP2_SETTINGS.rawValue where !ack:
-            c.sink.append(.settings(maxConcurrentStreams: c.peerMaxConcurrentStreams, initialWindowSize: c.peerInitialWindowSize))
-        case NGHTTP2_GOAWAY.rawValue:
-            let g = frame.pointee.goaway
-            var data: [UInt8] = []
-            if let p = g.opaque_data, g.opaque_data_len > 0 { data = Array(UnsafeBufferPointer(start: p, count: g.opaque_data_len)) }
-            c.sink.append(.goAway(lastStreamID: g.last_stream_id, errorCode: g.error_code, debugData: data))
-        case NGHTTP2_PING.rawValue where ack:
-            c.sink.append(.pingAcknowledged)
-        case NGHTTP2_HEADERS.rawValue where c.checksRequests:
-            // A request's headers (or trailers) without END_STREAM: checked when they end.
-            withStream(raw, hd.stream_id) { s in _ = headersEnded(raw, frame, s) }
-        case NGHTTP2_HEADERS.rawValue where c.checksResponses:
-            // A response's headers (a 1xx's, or the final's before its DATA).
-            withStream(raw, hd.stream_id) { s in _ = responseFrameEnded(raw, frame, s) }
-        default:
-            break
+        // Borrowed too: a request's HEADERS frame (its DATA follows) comes this way, once per
+        // request; the session taken out of `ud` was retained and released for each.
+        withSession(ud) { c in
+            let ack = hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
+            switch UInt32(hd.type) {
+            case NGHTTP2_SETTINGS.rawValue where !ack:
+                c.sink.append(.settings(maxConcurrentStreams: c.peerMaxConcurrentStreams, initialWindowSize: c.peerInitialWindowSize))
+            case NGHTTP2_GOAWAY.rawValue:
+                let g = frame.pointee.goaway
+                var data: [UInt8] = []
+                if let p = g.opaque_data, g.opaque_data_len > 0 { data = Array(UnsafeBufferPointer(start: p, count: g.opaque_data_len)) }
+                c.sink.append(.goAway(lastStreamID: g.last_stream_id, errorCode: g.error_code, debugData: data))
+            case NGHTTP2_PING.rawValue where ack:
+                c.sink.append(.pingAcknowledged)
+            case NGHTTP2_HEADERS.rawValue where c.checksRequests:
+                // A request's headers (or trailers) without END_STREAM: checked when they end.
+                withStream(raw, hd.stream_id) { s in _ = headersEnded(raw, frame, s) }
+            case NGHTTP2_HEADERS.rawValue where c.checksResponses:
+                // A response's headers (a 1xx's, or the final's before its DATA).
+                withStream(raw, hd.stream_id) { s in _ = responseFrameEnded(raw, frame, s) }
+            default:
+                break
+            }
         }
         return 0
     }
