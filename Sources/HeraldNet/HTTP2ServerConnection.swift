@@ -73,16 +73,21 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
 
     /// Sends the response for `streamID` (ignored if the stream is gone). Loop thread only.
     public func respond(streamID: Int32, status: Int, headers: HeaderList = HeaderList(), body: [UInt8] = []) {
-        // A stream handed over and not answered yet (its flag, not a set per connection).
-        guard let session, let s = session.stream(streamID), s.unanswered else { return }
-        s.unanswered = false
-        do {
-            try session.submitResponse(s, status: status, headers: headers, body: body)
-        } catch {
-            // The stream is half-closed or nghttp2 refused the fields: reset rather than hang.
-            try? session.submitReset(streamID: streamID, errorCode: HTTP2ErrorCode.internalError)
+        guard let session else { return }
+        // A stream handed over and not answered yet (its flag, not a set per connection),
+        // borrowed: submitting calls no nghttp2 callback, so the stream stays open meanwhile.
+        let submitted = session.withStream(streamID) { s in
+            guard s.unanswered else { return false }
+            s.unanswered = false
+            do {
+                try session.submitResponse(s, status: status, headers: headers, body: body)
+            } catch {
+                // The stream is half-closed or nghttp2 refused the fields: reset rather than hang.
+                try? session.submitReset(streamID: streamID, errorCode: HTTP2ErrorCode.internalError)
+            }
+            return true
         }
-        scheduleFlush()
+        if submitted == true { scheduleFlush() }
     }
 
     /// Refuses a stream without processing it (RST_STREAM REFUSED_STREAM).
@@ -178,7 +183,7 @@ public final class HTTP2ServerConnection: @unchecked Sendable {
         case .request(let r):
             guard !closed else { return }
             // Nil when the peer already reset it: handed over all the same, its answer goes nowhere.
-            session?.stream(r.streamID)?.unanswered = true
+            _ = session?.withStream(r.streamID) { $0.unanswered = true }
             // A GOAWAY decided while handling an earlier request (of this read or before)
             // covers the later ones too: they are refused, never processed.
             if let last = goAwayLastStreamID, r.streamID > last {
