@@ -239,8 +239,8 @@ struct HTTP2RequestCheck {
     }
 
     /// A regular name's characters (nghttp2's table): eight bytes at a time when they are all
-    /// lower-case letters or '-' (the names clients send), the table for any other word and
-    /// for a name shorter than a word.
+    /// lower-case letters or '-' (the names clients send; a name shorter than a word is one
+    /// word filled with 'a'), the table for any other word.
     @inline(__always)
     static func isName(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
         words(p, n, Tables.name, plain: plainName)
