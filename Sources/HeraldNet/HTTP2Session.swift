@@ -99,13 +99,13 @@ final class HTTP2Session {
         return Unmanaged<Stream>.fromOpaque(p).takeUnretainedValue()
     }
 
-    /// Runs `body` with the stream nghttp2 knows by `id`, borrowed: no retain and release
-    /// (the session's `streams` keeps an open stream alive, and `body` must not retire it);
-    /// nil when there is none.
+    /// Runs `body` with the stream nghttp2 knows by `id` (its user data, no dictionary
+    /// lookup), borrowed as the callbacks borrow it: no retain and release (the session's
+    /// `streams` keeps an open stream alive, and `body` must not retire it); nil when there
+    /// is none.
     @inline(__always)
     func withStream<R>(_ id: HTTP2StreamID, _ body: (Stream) -> R) -> R? {
-        guard let p = nghttp2_session_get_stream_user_data(raw, id) else { return nil }
-        return Unmanaged<Stream>.fromOpaque(p)._withUnsafeGuaranteedRef(body)
+        HTTP2Callbacks.withStream(raw, id, body)
     }
 
     /// Tracks `s` as open (kept alive until `retire`).
