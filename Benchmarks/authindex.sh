@@ -50,6 +50,9 @@ build_lib() { # DIR PATCH
   fi
   (cd "$src/lib" && gcc -O2 -fPIC -shared -DHAVE_ARPA_INET_H -DHAVE_NETINET_IN_H -DBUILDING_NGHTTP2 -Iincludes -I. \
     -Wl,-soname,libnghttp2.so.14 -o "$1/libnghttp2.so.14" ./*.c)
+  # The driver must load this library, not Debian's (or both halves would measure the same).
+  LD_LIBRARY_PATH="$1" ldd "$BENCH" | grep -q "libnghttp2.so.14 => $1/libnghttp2.so.14" || {
+    echo "herald-bench does not load $1/libnghttp2.so.14" >&2; exit 1; }
   # The driver, on this library (a file, so poolinstr.sh can take it as HERALD_BENCH).
   printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$1" "$BENCH" > "$1/herald-bench" && chmod +x "$1/herald-bench"
 }
