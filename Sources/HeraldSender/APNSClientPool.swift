@@ -259,7 +259,7 @@ public final class APNSClientPool: @unchecked Sendable {
                 var n = count
                 // The template's parts, loaded once per run of requests sharing it (a fan-out's
                 // whole batch): each load from the object retained its arrays per push.
-                var shared: ObjectIdentifier?
+                var shared: UnsafeMutableRawPointer?
                 var method = ""
                 var headers = HeaderList()
                 var body: HTTP2Body?
@@ -268,14 +268,14 @@ public final class APNSClientPool: @unchecked Sendable {
                 let none = HeaderList()
                 while n > 0, let r = queue.popFirst() {
                     // Borrowed from `r`, which holds it through this turn (no retain per push).
-                    // Read through a guaranteed reference and compared by identity: a call on
+                    // Read through a guaranteed reference and compared by its address: a call on
                     // the unowned reference, or `!==` on it, retained and released it per push.
                     let t = Unmanaged.passUnretained(r.template)
                     if t._withUnsafeGuaranteedRef({ $0.isCancelled }) {
                         finish(r, .cancelled)
                         continue
                     }
-                    let id = t._withUnsafeGuaranteedRef { ObjectIdentifier($0) }
+                    let id = t.toOpaque()
                     if id != shared {
                         shared = id
                         (method, headers, body, keep, generatesID) = t._withUnsafeGuaranteedRef {
